@@ -1,0 +1,148 @@
+"""Cache keys built from plain values the server derives at the cursor.
+
+``ScopeKey`` is the exact key: the language, the structural part
+(``scopeDepth-nodeType-parentType``), a fingerprint of the scope-local text
+before the cursor and a fingerprint of the suffix the prompt uses. The
+structural part alone is never enough (two functions share it); the
+fingerprints make it exact, and because they cover only scope-local text an
+edit outside the enclosing scope leaves the key unchanged.
+
+``LineAnchor`` identifies "the same place" for typed-through lookups: the
+text of the few lines before the cursor's line and the suffix. Typing on the
+current line does not change it, so a cached suggestion whose start the user
+has typed can be found from the anchor plus the current line prefix.
+
+Both are immutable and hash once. Fingerprints are 64-bit BLAKE2b digests of
+bounded text: nothing here ever hashes a whole file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+#: how many lines before the cursor's line form a ``LineAnchor``
+ANCHOR_LINES = 3
+
+
+def fingerprint(text: str) -> int:
+    """A stable 64-bit fingerprint of ``text`` (lone surrogates allowed)."""
+    data = text.encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
+class ScopeKey:
+    """The exact cache key of a completion context."""
+
+    __slots__ = ("language", "structure", "scope_fp", "suffix_fp", "_hash")
+
+    language: str
+    structure: str
+    scope_fp: int
+    suffix_fp: int
+    _hash: int
+
+    def __init__(self, language: str, structure: str, scope_fp: int, suffix_fp: int) -> None:
+        object.__setattr__(self, "language", language)
+        object.__setattr__(self, "structure", structure)
+        object.__setattr__(self, "scope_fp", scope_fp)
+        object.__setattr__(self, "suffix_fp", suffix_fp)
+        object.__setattr__(self, "_hash", hash((language, structure, scope_fp, suffix_fp)))
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        language: str,
+        scope_depth: int,
+        node_type: str,
+        parent_type: str,
+        scope_text: str,
+        suffix_text: str,
+    ) -> ScopeKey:
+        """Build the key from the syntax context's plain values."""
+        structure = f"{scope_depth}-{node_type}-{parent_type}"
+        return cls(language, structure, fingerprint(scope_text), fingerprint(suffix_text))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("ScopeKey is immutable")
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ScopeKey):
+            return NotImplemented
+        return (
+            self._hash == other._hash
+            and self.scope_fp == other.scope_fp
+            and self.suffix_fp == other.suffix_fp
+            and self.structure == other.structure
+            and self.language == other.language
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"ScopeKey({self.language!r}, {self.structure!r}, "
+            f"{self.scope_fp:016x}, {self.suffix_fp:016x})"
+        )
+
+    def __reduce__(self) -> tuple[type[ScopeKey], tuple[str, str, int, int]]:
+        return (ScopeKey, (self.language, self.structure, self.scope_fp, self.suffix_fp))
+
+    def digest(self) -> str:
+        """A stable hex string for stores outside this process."""
+        raw = f"{self.language}\0{self.structure}\0{self.scope_fp:016x}\0{self.suffix_fp:016x}"
+        return hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
+
+
+class LineAnchor:
+    """Where a line is: the lines before it and the suffix after the cursor."""
+
+    __slots__ = ("language", "context_fp", "suffix_fp", "_hash")
+
+    language: str
+    context_fp: int
+    suffix_fp: int
+    _hash: int
+
+    def __init__(self, language: str, context_fp: int, suffix_fp: int) -> None:
+        object.__setattr__(self, "language", language)
+        object.__setattr__(self, "context_fp", context_fp)
+        object.__setattr__(self, "suffix_fp", suffix_fp)
+        object.__setattr__(self, "_hash", hash((language, context_fp, suffix_fp)))
+
+    @classmethod
+    def build(
+        cls, *, language: str, preceding_lines: Sequence[str], suffix_text: str
+    ) -> LineAnchor:
+        """Build the anchor from the last ``ANCHOR_LINES`` lines before the cursor's line."""
+        context = "\n".join(preceding_lines[-ANCHOR_LINES:])
+        return cls(language, fingerprint(context), fingerprint(suffix_text))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("LineAnchor is immutable")
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LineAnchor):
+            return NotImplemented
+        return (
+            self._hash == other._hash
+            and self.context_fp == other.context_fp
+            and self.suffix_fp == other.suffix_fp
+            and self.language == other.language
+        )
+
+    def __repr__(self) -> str:
+        return f"LineAnchor({self.language!r}, {self.context_fp:016x}, {self.suffix_fp:016x})"
+
+    def __reduce__(self) -> tuple[type[LineAnchor], tuple[str, int, int]]:
+        return (LineAnchor, (self.language, self.context_fp, self.suffix_fp))
+
+    def digest(self) -> str:
+        """A stable hex string for stores outside this process."""
+        raw = f"{self.language}\0{self.context_fp:016x}\0{self.suffix_fp:016x}"
+        return hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()

@@ -1,0 +1,128 @@
+"""The seam between the completion pipeline and a completion service.
+
+``CompletionBackend`` is what the language server talks to: it streams a
+completion for a ``CompletionRequest``. The default implementation speaks HTTP
+to an OpenAI-compatible, llama.cpp or Ollama service (``transport.http``);
+plugin authors can implement the interface for their own service, and tests
+use ``StaticBackend``, the fake that ships beside the seam.
+
+Closing the async iterator returned by ``stream`` (``aclose()``, or
+cancelling the task that iterates it) must cancel the upstream work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+DEFAULT_MAX_TOKENS = 64
+DEFAULT_TEMPERATURE = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompletionRequest:
+    """One fill-in-the-middle completion to ask a service for."""
+
+    prefix: str
+    suffix: str
+    language: str = "python"
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    temperature: float = DEFAULT_TEMPERATURE
+    stop: tuple[str, ...] = ()
+    #: ask for several lines (block openers); otherwise the rest of the line
+    multiline: bool = False
+    #: correlates log lines; never contains user text
+    request_id: str = ""
+    #: background prefetch: lowest priority, first to be shed
+    speculative: bool = False
+
+
+@dataclass(kw_only=True)
+class TransportCounters:
+    """What the transport did so far, for ``scopecache/stats``."""
+
+    dns_lookups: int = 0
+    connections_opened: int = 0
+    requests: int = 0
+    errors: int = 0
+    retries: int = 0
+    cancelled: int = 0
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
+    circuit: str = "closed"
+
+
+class CompletionBackend(ABC):
+    """A completion service as the pipeline sees it."""
+
+    async def start(self) -> None:
+        """Warm up before the first request (DNS, connections, tokens)."""
+        return None
+
+    @abstractmethod
+    def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
+        """Stream the completion's text in chunks.
+
+        Raises ``transport.errors.TransportError`` subclasses. Closing the
+        iterator early cancels the request upstream.
+        """
+
+    async def aclose(self) -> None:
+        """Release connections and background tasks."""
+        return None
+
+    def counters(self) -> TransportCounters:
+        """Counters for stats; backends without a network report zeros."""
+        return TransportCounters()
+
+
+Answer = Callable[[CompletionRequest], str]
+
+
+class StaticBackend(CompletionBackend):
+    """A backend answering from a function or a constant, for tests and embedding.
+
+    ``delay`` is waited before the first chunk; the answer is streamed in
+    chunks of ``chunk_size`` characters with ``chunk_delay`` between them.
+    ``calls`` records every request it was asked.
+    """
+
+    def __init__(
+        self,
+        answer: Answer | str,
+        *,
+        delay: float = 0.0,
+        chunk_size: int = 4,
+        chunk_delay: float = 0.0,
+    ) -> None:
+        self._answer: Answer = (lambda _r: answer) if isinstance(answer, str) else answer
+        self._delay = delay
+        self._chunk_size = max(1, chunk_size)
+        self._chunk_delay = chunk_delay
+        self.calls: list[CompletionRequest] = []
+        self.cancelled = 0
+        self._counters = TransportCounters()
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
+        """Yield the answer in chunks, honouring the configured delays."""
+        self.calls.append(request)
+        self._counters.requests += 1
+        text = self._answer(request)
+        finished = False
+        try:
+            if self._delay:
+                await asyncio.sleep(self._delay)
+            for start in range(0, len(text), self._chunk_size):
+                if start and self._chunk_delay:
+                    await asyncio.sleep(self._chunk_delay)
+                yield text[start : start + self._chunk_size]
+            finished = True
+        finally:
+            if not finished:
+                self.cancelled += 1
+                self._counters.cancelled += 1
+
+    def counters(self) -> TransportCounters:
+        """Return request and cancellation counts."""
+        return self._counters
