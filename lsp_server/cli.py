@@ -1,0 +1,110 @@
+"""The ``scopecache`` command line.
+
+Each subcommand's arguments are declared here (they are a public contract);
+the work is done by ``run(args) -> int`` in the module that owns the feature,
+imported only when that subcommand runs so ``scopecache serve`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("serve", help="run the language server (stdio by default)")
+    p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    p.add_argument("--config", metavar="FILE", help="TOML settings file")
+    p.add_argument("--log-file", metavar="FILE", help="write logs here (default: stderr)")
+    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    p.add_argument("--record-trace", metavar="FILE", help="record the session as a trace")
+    p.add_argument("--metrics-port", type=int, metavar="N", help="serve /metrics and / on N")
+    p.set_defaults(module="lsp_server.serve")
+
+
+def _add_upstream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("upstream", help="run the reference completion service")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8443, help="0 picks a free port")
+    p.add_argument("--tls-self-signed", metavar="DIR", help="serve TLS; write ca.pem to DIR")
+    p.add_argument("--corpus", nargs="*", default=[], metavar="PATH", help="files or directories")
+    p.add_argument("--ttft-ms", type=float, default=0.0, help="emulated time to first token")
+    p.add_argument("--token-ms", type=float, default=0.0, help="emulated time per token")
+    p.add_argument("--port-file", metavar="FILE", help="write the bound port here when ready")
+    p.add_argument("--require-key-env", metavar="ENV", help="require this env var's bearer key")
+    p.add_argument("--log-level", default="WARNING")
+    p.set_defaults(module="transport.reference.cli")
+
+
+def _add_trace(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("trace", help="make editing-session traces")
+    tsub = p.add_subparsers(dest="trace_command", required=True)
+    s = tsub.add_parser("synth", help="synthesize a session that writes the given files")
+    s.add_argument("files", nargs="+", metavar="FILE")
+    s.add_argument("-o", "--output", required=True, metavar="TRACE")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--nonlinear", type=float, default=0.0, help="share of non-sequential edits")
+    s.set_defaults(module="lsp_server.synth")
+
+
+def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("replay", help="replay a trace through a real server process")
+    p.add_argument("trace", metavar="TRACE")
+    p.add_argument("--endpoint", metavar="URL", help="default: a reference service it starts")
+    p.add_argument("--policy", default=None, help="cache.policy for this run")
+    p.add_argument("--capacity", type=int, default=None, help="cache.capacity for this run")
+    p.add_argument("--config", metavar="FILE", help="TOML settings file")
+    p.add_argument("--speed", type=float, default=0.0, help="0: as fast as possible; 1: real time")
+    p.add_argument("--ttft-ms", type=float, default=0.0, help="reference service latency")
+    p.add_argument("--token-ms", type=float, default=0.0)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(module="lsp_server.replay")
+
+
+def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("simulate", help="compare policies and key designs offline")
+    p.add_argument("trace", metavar="TRACE")
+    p.add_argument("--policies", default="lru,lfu,arc,lruk,hybrid,opt")
+    p.add_argument("--capacities", default="16,64,256,1024")
+    p.add_argument("--strategies", default="scope", help="key designs (see --help-strategies)")
+    p.add_argument("--timed", action="store_true", help="model time to first token")
+    p.add_argument("--ttft-ms", type=float, default=300.0)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", metavar="PNG")
+    p.set_defaults(module="lsp_server.simulate")
+
+
+def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("demo", help="the guided tour: reference service + replay + results")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(module="lsp_server.demo")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``scopecache`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="scopecache",
+        description="Editor-side AI completion with a syntax-scoped cache.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_serve, _add_upstream, _add_trace, _add_replay, _add_simulate, _add_demo):
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``scopecache`` console script."""
+    args = build_parser().parse_args(argv)
+    module = importlib.import_module(args.module)
+    try:
+        code: int = module.run(args)
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
