@@ -1,0 +1,75 @@
+/**
+ * Extension entry point: wires the language client, the status bar item and
+ * the commands "Show Cache Stats", "Clear Cache" and "Restart Server".
+ */
+import * as vscode from "vscode";
+
+import { ScopeCacheClient, configurationReader } from "./client";
+import { SECTION, needsRestart } from "./settings";
+import {
+  CLEAR_CACHE_METHOD,
+  STATS_METHOD,
+  type ServerStats,
+  formatStatsReport,
+  upstreamState,
+} from "./stats";
+import { StatsStatusBar } from "./statusBar";
+
+let scopecache: ScopeCacheClient | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel("scopecache", { log: true });
+  const running = new ScopeCacheClient(output);
+  scopecache = running;
+
+  const fetchStats = async (): Promise<ServerStats> => {
+    return running.request<ServerStats>(STATS_METHOD);
+  };
+  const statusBar = new StatsStatusBar(fetchStats, () => {
+    const seconds = configurationReader()("server.statusPollSeconds");
+    return (typeof seconds === "number" ? seconds : 5) * 1000;
+  });
+
+  context.subscriptions.push(
+    output,
+    running,
+    statusBar,
+    vscode.commands.registerCommand("scopecache.showStats", async () => {
+      try {
+        const stats = await fetchStats();
+        output.appendLine(formatStatsReport(stats, upstreamState(stats)));
+        output.show(true);
+      } catch (error) {
+        void vscode.window.showErrorMessage(`scopecache: ${String(error)}`);
+      }
+    }),
+    vscode.commands.registerCommand("scopecache.clearCache", async () => {
+      const result = await running.request<{ cleared: number }>(CLEAR_CACHE_METHOD);
+      void vscode.window.showInformationMessage(`scopecache: cleared ${result.cleared} cache entries`);
+      await statusBar.refresh();
+    }),
+    vscode.commands.registerCommand("scopecache.restartServer", async () => {
+      await running.restart();
+      await statusBar.refresh();
+    }),
+    vscode.workspace.onDidChangeConfiguration(async (event) => {
+      if (!event.affectsConfiguration(SECTION)) {
+        return;
+      }
+      const restart = ["server.command", "server.logLevel"].some(
+        (key) => needsRestart(key) && event.affectsConfiguration(`${SECTION}.${key}`),
+      );
+      if (restart) {
+        await running.restart();
+        return;
+      }
+      await running.sendSettings();
+      statusBar.update();
+    }),
+  );
+  await running.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await scopecache?.stop();
+}

@@ -1,0 +1,101 @@
+/**
+ * The server's `scopecache/stats` answer: its shape, the hit ratio and the
+ * text the status bar and the "Show Cache Stats" command display.
+ * No `vscode` import: unit-tested under plain Node.
+ */
+
+export const STATS_METHOD = "scopecache/stats";
+export const CLEAR_CACHE_METHOD = "scopecache/clearCache";
+export const ACCEPTED_COMMAND = "scopecache.accepted";
+
+/** Counts of served suggestions by where they came from. */
+export interface ServedCounts {
+  exact?: number;
+  typed?: number;
+  inflight?: number;
+  l2?: number;
+  upstream?: number;
+  speculative?: number;
+  [source: string]: number | undefined;
+}
+
+/** The fields of `scopecache/stats` the extension reads (the server may send more). */
+export interface ServerStats {
+  requests: number;
+  served: ServedCounts;
+  upstreamRequests: number;
+  upstreamErrors: number;
+  cancelled: number;
+  latencyMs: { p50: number | null; p95: number | null; p99: number | null };
+  cache: { policy: string; capacity: number; size: number };
+  transport: { dnsLookups: number; connectionsOpened: number; circuit?: string };
+}
+
+/** What the status bar says about the completion service. */
+export type UpstreamState = "idle" | "ok" | "errors" | "down";
+
+function count(value: number | undefined): number {
+  return typeof value === "number" && Number.isFinite(value) ? value : 0;
+}
+
+/** All served suggestions, whatever their source. */
+export function servedTotal(stats: ServerStats): number {
+  return Object.values(stats.served ?? {}).reduce<number>((sum, n) => sum + count(n), 0);
+}
+
+/** Share of served suggestions that did not need their own upstream call; null before the first. */
+export function hitRatio(stats: ServerStats): number | null {
+  const total = servedTotal(stats);
+  if (total === 0) {
+    return null;
+  }
+  return (total - count(stats.served?.upstream)) / total;
+}
+
+/**
+ * The upstream state, comparing this poll with the previous one: "down" when
+ * the circuit is open, "errors" when errors grew since the last poll, "idle"
+ * before the first upstream request, otherwise "ok".
+ */
+export function upstreamState(current: ServerStats, previous?: ServerStats): UpstreamState {
+  if (current.transport?.circuit === "open") {
+    return "down";
+  }
+  const errorsBefore = previous ? count(previous.upstreamErrors) : 0;
+  if (count(current.upstreamErrors) > errorsBefore) {
+    return "errors";
+  }
+  return count(current.upstreamRequests) === 0 ? "idle" : "ok";
+}
+
+/** Percentage text: "67%", or "–" when there is nothing to divide yet. */
+export function formatRatio(ratio: number | null): string {
+  return ratio === null ? "–" : `${Math.round(ratio * 100)}%`;
+}
+
+/** The status bar text, e.g. `$(zap) 67% · upstream ok` (codicons allowed). */
+export function statusText(stats: ServerStats, state: UpstreamState): string {
+  const icon = state === "down" || state === "errors" ? "$(warning)" : "$(zap)";
+  return `${icon} ${formatRatio(hitRatio(stats))} · upstream ${state}`;
+}
+
+function ms(value: number | null | undefined): string {
+  return typeof value === "number" ? `${value.toFixed(1)} ms` : "–";
+}
+
+/** A plain-text report of the stats, one fact per line (tooltip and "Show Cache Stats"). */
+export function formatStatsReport(stats: ServerStats, state: UpstreamState): string {
+  const served = stats.served ?? {};
+  const sources = Object.keys(served)
+    .map((source) => `${source} ${count(served[source])}`)
+    .join(", ");
+  return [
+    `Hit ratio: ${formatRatio(hitRatio(stats))} of ${servedTotal(stats)} served suggestions`,
+    `Served by source: ${sources || "none yet"}`,
+    `Requests: ${count(stats.requests)} (cancelled ${count(stats.cancelled)})`,
+    `Upstream: ${state}, ${count(stats.upstreamRequests)} requests, ${count(stats.upstreamErrors)} errors`,
+    `Latency: p50 ${ms(stats.latencyMs?.p50)}, p95 ${ms(stats.latencyMs?.p95)}, p99 ${ms(stats.latencyMs?.p99)}`,
+    `Cache: ${stats.cache?.policy ?? "?"}, ${count(stats.cache?.size)} of ${count(stats.cache?.capacity)} entries`,
+    `Transport: ${count(stats.transport?.dnsLookups)} DNS lookups, ${count(stats.transport?.connectionsOpened)} connections opened`,
+  ].join("\n");
+}

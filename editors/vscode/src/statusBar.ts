@@ -1,0 +1,90 @@
+/**
+ * The status bar item: live hit ratio and upstream state from
+ * `scopecache/stats`, polled only while a handled document is in view and
+ * the window has focus.
+ */
+import * as vscode from "vscode";
+
+import { LANGUAGES } from "./client";
+import { type ServerStats, formatStatsReport, statusText, upstreamState } from "./stats";
+
+/** Fetches the server's stats; rejects when the server is not running. */
+export type StatsSource = () => Promise<ServerStats>;
+
+export class StatsStatusBar implements vscode.Disposable {
+  private readonly item: vscode.StatusBarItem;
+  private timer: NodeJS.Timeout | undefined;
+  private previous: ServerStats | undefined;
+  private readonly subscriptions: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly fetchStats: StatsSource,
+    private readonly pollMs: () => number,
+  ) {
+    this.item = vscode.window.createStatusBarItem("scopecache.status", vscode.StatusBarAlignment.Right, 100);
+    this.item.name = "scopecache";
+    this.item.command = "scopecache.showStats";
+    this.item.text = "$(zap) –";
+    this.subscriptions.push(
+      vscode.window.onDidChangeActiveTextEditor(() => this.update()),
+      vscode.window.onDidChangeWindowState(() => this.update()),
+    );
+    this.update();
+  }
+
+  private visible(): boolean {
+    const editor = vscode.window.activeTextEditor;
+    return editor !== undefined && LANGUAGES.includes(editor.document.languageId);
+  }
+
+  /** Shows or hides the item and starts or stops polling to match. */
+  update(): void {
+    if (!this.visible()) {
+      this.item.hide();
+      this.stopPolling();
+      return;
+    }
+    this.item.show();
+    if (vscode.window.state.focused) {
+      this.startPolling();
+    } else {
+      this.stopPolling();
+    }
+  }
+
+  private startPolling(): void {
+    if (this.timer === undefined) {
+      void this.refresh();
+      this.timer = setInterval(() => void this.refresh(), Math.max(1000, this.pollMs()));
+    }
+  }
+
+  private stopPolling(): void {
+    if (this.timer !== undefined) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  /** Polls once and redraws. */
+  async refresh(): Promise<void> {
+    try {
+      const stats = await this.fetchStats();
+      const state = upstreamState(stats, this.previous);
+      this.previous = stats;
+      this.item.text = statusText(stats, state);
+      this.item.tooltip = formatStatsReport(stats, state);
+      this.item.backgroundColor =
+        state === "down" ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
+    } catch {
+      this.item.text = "$(circle-slash) scopecache";
+      this.item.tooltip = "The scopecache server is not running";
+    }
+  }
+
+  dispose(): void {
+    this.stopPolling();
+    this.subscriptions.forEach((s) => s.dispose());
+    this.item.dispose();
+  }
+}

@@ -1,0 +1,71 @@
+/** Stats: hit ratio, upstream state and the texts the status bar shows. */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import {
+  type ServerStats,
+  formatStatsReport,
+  hitRatio,
+  servedTotal,
+  statusText,
+  upstreamState,
+} from "../../src/stats";
+
+function stats(overrides: Partial<ServerStats> = {}): ServerStats {
+  return {
+    requests: 10,
+    served: { exact: 4, typed: 1, inflight: 0, l2: 1, upstream: 2, speculative: 0 },
+    upstreamRequests: 2,
+    upstreamErrors: 0,
+    cancelled: 1,
+    latencyMs: { p50: 0.8, p95: 41.2, p99: 80 },
+    cache: { policy: "hybrid", capacity: 2048, size: 3 },
+    transport: { dnsLookups: 1, connectionsOpened: 1 },
+    ...overrides,
+  };
+}
+
+test("hit ratio counts every source but upstream as a hit", () => {
+  assert.equal(servedTotal(stats()), 8);
+  assert.equal(hitRatio(stats()), 6 / 8);
+});
+
+test("hit ratio is unknown before anything was served", () => {
+  assert.equal(hitRatio(stats({ served: {} })), null);
+  assert.match(statusText(stats({ served: {} }), "idle"), /– · upstream idle/);
+});
+
+test("status text shows the rounded percentage and the upstream state", () => {
+  assert.equal(statusText(stats(), "ok"), "$(zap) 75% · upstream ok");
+  assert.equal(statusText(stats(), "down"), "$(warning) 75% · upstream down");
+});
+
+test("upstream is idle before the first request and ok after", () => {
+  assert.equal(upstreamState(stats({ upstreamRequests: 0 })), "idle");
+  assert.equal(upstreamState(stats()), "ok");
+});
+
+test("upstream shows errors only while they keep growing", () => {
+  const before = stats({ upstreamErrors: 1 });
+  assert.equal(upstreamState(stats({ upstreamErrors: 2 }), before), "errors");
+  assert.equal(upstreamState(stats({ upstreamErrors: 2 }), stats({ upstreamErrors: 2 })), "ok");
+});
+
+test("an open circuit means upstream is down", () => {
+  const current = stats({ transport: { dnsLookups: 1, connectionsOpened: 1, circuit: "open" } });
+  assert.equal(upstreamState(current), "down");
+});
+
+test("the report lists ratio, sources, latency, cache and transport", () => {
+  const report = formatStatsReport(stats(), "ok");
+  assert.match(report, /Hit ratio: 75% of 8 served suggestions/);
+  assert.match(report, /exact 4, typed 1, inflight 0, l2 1, upstream 2, speculative 0/);
+  assert.match(report, /p50 0\.8 ms, p95 41\.2 ms, p99 80\.0 ms/);
+  assert.match(report, /Cache: hybrid, 3 of 2048 entries/);
+  assert.match(report, /1 DNS lookups, 1 connections opened/);
+});
+
+test("missing latencies print as a dash", () => {
+  const report = formatStatsReport(stats({ latencyMs: { p50: null, p95: null, p99: null } }), "idle");
+  assert.match(report, /p50 –, p95 –, p99 –/);
+});
