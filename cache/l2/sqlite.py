@@ -1,0 +1,306 @@
+"""The default L2: one SQLite file shared live by every editor window on the machine.
+
+Durability: the file runs in WAL mode with ``synchronous=NORMAL``. A commit
+appends to the write-ahead log without an fsync, so a committed entry
+survives the process being killed (kill -9, a crash): the data is in the OS
+page cache and the next opener replays the log. It may be lost on power loss
+or an OS crash, which for a cache costs one upstream request, whereas
+``FULL`` would fsync on every stored answer.
+
+Live sharing: each process polls ``PRAGMA data_version`` every
+``poll_interval`` seconds. It is per connection, changes only when *another*
+connection commits, and costs no page reads, so an idle poll is nearly free.
+Only when it moves does the store read the ``changes`` log (rows after the
+last sequence number it saw, in its namespace, written by someone else) and
+deliver them to subscribers. ``data_version`` alone cannot say which rows
+changed; the log alone would need a query per poll.
+
+Every call runs on one dedicated worker thread that owns the connection, so
+the event loop never waits on disk or on a lock held by another process.
+
+Recovery: at open the file is checked with ``PRAGMA quick_check``; a file
+that is not a database or fails the check is moved aside to
+``<name>.corrupt-<timestamp>`` (with its -wal/-shm) and a fresh one is
+created. A read-only location or a full disk makes the store "down" (one log
+line) and the server carries on without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from cache.entry import CachedCompletion
+from cache.keys import ScopeKey
+from cache.l2.base import Clock, L2Change, L2Store, key_from_json, key_to_json
+from cache.l2.errors import L2Corrupt
+from cache.l2.sqlite_file import (
+    default_sqlite_path,
+    map_error,
+    open_cache_file,
+    write_transaction,
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: change-log rows kept for other processes to catch up on
+CHANGE_LOG_KEEP = 10_000
+
+
+class SqliteStore(L2Store):
+    """An L2 in one SQLite file, shared live by several processes."""
+
+    kind = "sqlite"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        namespace: str,
+        *,
+        max_entries: int = 100_000,
+        ttl_seconds: float = 0.0,
+        poll_interval: float = 0.25,
+        clock: Clock = time.time,
+        retry_initial: float = 0.25,
+        retry_max: float = 10.0,
+    ) -> None:
+        super().__init__(namespace, clock=clock, retry_initial=retry_initial, retry_max=retry_max)
+        self.path = Path(path) if path else default_sqlite_path()
+        self.max_entries = max_entries
+        self.ttl_seconds = ttl_seconds
+        self.poll_interval = poll_interval
+        self._writer = uuid.uuid4().hex
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="scopecache-l2-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._data_version = -1
+        self._last_seq = 0
+        self._size_known = 0
+        self._puts_since_check = 0
+        # Check the cap often for small caps (tests), rarely for big ones: COUNT(*) scans.
+        self._check_every = max(1, min(256, max_entries // 16))
+        self._poller: asyncio.Task[None] | None = None
+
+    # -- worker-thread side ---------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        conn = open_cache_file(self.path)
+        try:
+            self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            self._last_seq = conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0]
+            self._size_known = self._count(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            if self._conn is None:
+                self._conn = self._open()
+            return work(self._conn)
+        except sqlite3.Error as exc:
+            mapped = map_error(exc)
+        except L2Corrupt as exc:
+            mapped = exc
+        if isinstance(mapped, L2Corrupt) and self._conn is not None:
+            # Reopen on the next try: that re-runs the check and moves the file aside.
+            self._conn.close()
+            self._conn = None
+        raise mapped
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._call, work)
+
+    def _count(self, conn: sqlite3.Connection) -> int:
+        return int(conn.execute("SELECT count(*) FROM entries WHERE ns = ?", (self.namespace_id,))
+                   .fetchone()[0])
+
+    def _expired(self, created_at: float) -> bool:
+        return bool(self.ttl_seconds) and self.clock() - created_at >= self.ttl_seconds
+
+    # -- the hooks ------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        await self._run(lambda conn: None)
+        if self._poller is None and self.poll_interval > 0:
+            self._poller = asyncio.create_task(self._poll_forever(), name="scopecache-l2-poll")
+
+    async def _close(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+            self._poller = None
+
+        def close() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        await asyncio.get_running_loop().run_in_executor(self._executor, close)
+        self._executor.shutdown(wait=False)
+
+    async def _get(self, key: ScopeKey) -> CachedCompletion | None:
+        ns, digest, now = self.namespace_id, key.digest(), self.clock()
+
+        def read(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(
+                "SELECT value, created_at FROM entries WHERE ns = ? AND digest = ?", (ns, digest)
+            ).fetchone()
+            if row is None:
+                return None
+            if self._expired(row[1]):
+                conn.execute("DELETE FROM entries WHERE ns = ? AND digest = ?", (ns, digest))
+                return None
+            conn.execute(
+                "UPDATE entries SET hits = hits + 1, last_used = ? WHERE ns = ? AND digest = ?",
+                (now, ns, digest),
+            )
+            return str(row[0])
+
+        raw = await self._run(read)
+        entry = self._parse(raw) if raw is not None else None
+        return entry if entry is not None and entry.key == key else None
+
+    async def _put(self, entry: CachedCompletion) -> None:
+        ns, digest, now = self.namespace_id, entry.key.digest(), self.clock()
+        value, key_json = entry.to_json(), key_to_json(entry.key)
+        self._puts_since_check += 1
+        check = self._puts_since_check >= self._check_every
+        if check:
+            self._puts_since_check = 0
+
+        def write(conn: sqlite3.Connection) -> None:
+            with write_transaction(conn):
+                known = conn.execute(
+                    "SELECT 1 FROM entries WHERE ns = ? AND digest = ?", (ns, digest)
+                ).fetchone()
+                conn.execute(
+                    "INSERT INTO entries (ns, digest, value, created_at, last_used, hits)"
+                    " VALUES (?, ?, ?, ?, ?, 0) ON CONFLICT (ns, digest) DO UPDATE SET"
+                    " value = excluded.value, created_at = excluded.created_at,"
+                    " last_used = excluded.last_used",
+                    (ns, digest, value, now, now),
+                )
+                conn.execute(
+                    "INSERT INTO changes (ns, digest, kind, key, writer)"
+                    " VALUES (?, ?, 'put', ?, ?)",
+                    (ns, digest, key_json, self._writer),
+                )
+            self._size_known += known is None
+            if check:
+                self._enforce_limits(conn, now)
+
+        await self._run(write)
+
+    def _enforce_limits(self, conn: sqlite3.Connection, now: float) -> None:
+        if self.ttl_seconds:
+            conn.execute("DELETE FROM entries WHERE created_at <= ?", (now - self.ttl_seconds,))
+        total = int(conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+        if total > self.max_entries:
+            # The cap is for the whole file (all namespaces): it bounds disk use.
+            conn.execute(
+                "DELETE FROM entries WHERE rowid IN"
+                " (SELECT rowid FROM entries ORDER BY last_used LIMIT ?)",
+                (total - self.max_entries,),
+            )
+        conn.execute(
+            "DELETE FROM changes WHERE seq <= (SELECT max(seq) FROM changes) - ?",
+            (CHANGE_LOG_KEEP,),
+        )
+        self._size_known = self._count(conn)
+
+    async def _invalidate(self, key: ScopeKey) -> None:
+        ns, digest, key_json = self.namespace_id, key.digest(), key_to_json(key)
+
+        def delete(conn: sqlite3.Connection) -> None:
+            with write_transaction(conn):
+                gone = conn.execute(
+                    "DELETE FROM entries WHERE ns = ? AND digest = ?", (ns, digest)
+                ).rowcount
+                conn.execute(
+                    "INSERT INTO changes (ns, digest, kind, key, writer)"
+                    " VALUES (?, ?, 'invalidate', ?, ?)",
+                    (ns, digest, key_json, self._writer),
+                )
+            self._size_known -= max(gone, 0)
+
+        await self._run(delete)
+
+    async def _hottest(self, limit: int) -> list[CachedCompletion]:
+        oldest = self.clock() - self.ttl_seconds if self.ttl_seconds else float("-inf")
+        rows = await self._run(
+            lambda conn: conn.execute(
+                "SELECT value FROM entries WHERE ns = ? AND created_at > ?"
+                " ORDER BY hits DESC, last_used DESC LIMIT ?",
+                (self.namespace_id, oldest, limit),
+            ).fetchall()
+        )
+        return [e for e in (self._parse(r[0]) for r in rows) if e is not None]
+
+    def _size(self) -> int:
+        return self._size_known
+
+    # -- live sharing ---------------------------------------------------------------
+
+    def _read_changes(self, conn: sqlite3.Connection) -> list[tuple[str, str, str | None]]:
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._data_version:
+            return []
+        self._data_version = version
+        conn.execute("BEGIN")  # one snapshot for both reads, so no row slips between them
+        try:
+            rows = conn.execute(
+                "SELECT c.seq, c.kind, c.key, e.value FROM changes c LEFT JOIN entries e"
+                " ON e.ns = c.ns AND e.digest = c.digest"
+                " WHERE c.seq > ? AND c.ns = ? AND c.writer <> ? ORDER BY c.seq",
+                (self._last_seq, self.namespace_id, self._writer),
+            ).fetchall()
+            tail = conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0]
+        finally:
+            conn.execute("COMMIT")
+        self._last_seq = max(self._last_seq, int(tail))
+        return [(str(kind), str(key), value) for _, kind, key, value in rows]
+
+    async def poll_changes(self) -> int:
+        """Deliver changes committed by other processes now; returns how many."""
+        if not self._may_try():
+            return 0
+        rows = await self._guard(self._run(self._read_changes), [], "poll")
+        delivered = 0
+        for kind, key_json, value in rows:
+            try:
+                key = key_from_json(key_json)
+            except ValueError:
+                continue
+            if kind == "invalidate":
+                self._publish(L2Change("invalidate", key))
+            elif value is not None and (entry := self._parse(value)) is not None:
+                self._publish(L2Change("put", key, entry))
+            else:
+                continue  # stored then already replaced or evicted
+            delivered += 1
+        return delivered
+
+    async def _poll_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.poll_interval)
+            await self.poll_changes()
+
+    @staticmethod
+    def _parse(raw: str) -> CachedCompletion | None:
+        try:
+            return CachedCompletion.from_json(raw)
+        except ValueError as exc:
+            logger.debug("skipping malformed L2 entry: %s", exc)
+            return None
