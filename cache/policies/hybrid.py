@@ -1,0 +1,260 @@
+"""The hybrid policy: an LRU-K region for hot keys, an ARC region for the long tail.
+
+Every new key enters the ARC region (T1, or T2 after a ghost hit) and the
+hybrid keeps the logical times of its last K references. A key that reaches
+K references within ``promotion_period`` references (default: the capacity)
+is promoted to the LRU-K region, which ranks its keys by the K-th most recent
+reference. The LRU-K region has a hard limit, enforced on every insert and
+every promotion: its weakest key (largest backward K-distance) is demoted to
+the MRU end of ARC's T2, keeping its history. Evictions (``popitem``) take
+ARC's REPLACE victim; the hot region loses a key only when ARC is empty.
+
+The context weight ``alpha`` in [0.3, 0.7] sets the balance:
+
+    target |T1|     = capacity * alpha * 0.6       (ARC's p when alpha is set)
+    LRU-K limit     = floor(capacity * (1 - alpha) / 2)
+
+so alpha 0.3 (repetitive, calm editing) gives the frequency region 35% of the
+capacity and T1 a target of 18%; alpha 0.7 (fast, fresh code) gives the
+frequency region 15% and T1 42%. ARC still adapts p on ghost hits; when
+alpha moves, p moves by the same amount as the target. ``alpha="auto"``
+reads it from a ``ContextHeat`` the server feeds (``cache.heat``); a number
+fixes it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from cachetools import Cache
+
+from cache.heat import ALPHA_MAX, ALPHA_MIN, ContextHeat
+from cache.policies.arc import ARCCore
+from cache.policies.base import K, PolicyCache, Timer, V
+from cache.policies.lru_k import LRUKOrder
+
+DEFAULT_HYBRID_K = 3
+#: share of alpha * capacity given to T1's target (the seed design's constant)
+T1_SHARE = 0.6
+
+
+def check_alpha(alpha: float | str) -> float | None:
+    """Validate an alpha setting; returns None for ``"auto"``."""
+    if alpha == "auto":
+        return None
+    if isinstance(alpha, str) or isinstance(alpha, bool):
+        raise ValueError(f'alpha must be "auto" or a number in [0.3, 0.7], not {alpha!r}')
+    value = float(alpha)
+    if not ALPHA_MIN <= value <= ALPHA_MAX or math.isnan(value):
+        raise ValueError(f"alpha must be in [0.3, 0.7], not {value}")
+    return value
+
+
+def hot_limit_for(capacity: int, alpha: float) -> int:
+    """The LRU-K region's hard limit for a capacity and alpha."""
+    return int(capacity * (1.0 - alpha) / 2.0)
+
+
+def t1_target_for(capacity: int, alpha: float) -> float:
+    """ARC's T1 target size for a capacity and alpha."""
+    return capacity * alpha * T1_SHARE
+
+
+class HybridCache(PolicyCache[K, V]):
+    """LRU-K region for hot keys plus an ARC region, balanced by the context weight alpha."""
+
+    policy_name = "hybrid"
+
+    def __init__(
+        self,
+        maxsize: int,
+        k: int = DEFAULT_HYBRID_K,
+        alpha: float | str = "auto",
+        heat: ContextHeat | None = None,
+        *,
+        promotion_period: int | None = None,
+        ttl: float = 0.0,
+        timer: Timer = time.monotonic,
+        getsizeof: Callable[[V], float] | None = None,
+    ) -> None:
+        fixed = check_alpha(alpha)
+        super().__init__(maxsize, ttl=ttl, timer=timer, getsizeof=getsizeof)
+        capacity = int(maxsize)
+        self.capacity = capacity
+        self._fixed_alpha = fixed
+        self.heat = heat if heat is not None else ContextHeat(timer=timer)
+        self.alpha = fixed if fixed is not None else self.heat.alpha()
+        self.promotion_period = capacity if promotion_period is None else promotion_period
+        self._hot = LRUKOrder(k, 0.0, timer)
+        self._arc = ARCCore(capacity, t1_target_for(capacity, self.alpha))
+        self.hot_limit = hot_limit_for(capacity, self.alpha)
+        #: reference history (logical times, newest first) of the ARC region's keys
+        self._refs: dict[Hashable, list[int]] = {}
+        self.evictions_hot = 0
+        self.evictions_arc = 0
+        self.promotions = 0
+        self.demotions = 0
+
+    # -- state for stats and tests -------------------------------------------------
+
+    @property
+    def k(self) -> int:
+        """References within the period that promote a key to the LRU-K region."""
+        return self._hot.k
+
+    @property
+    def p(self) -> float:
+        """ARC's adaptive T1 target in the ARC region."""
+        return self._arc.p
+
+    @property
+    def t1_target(self) -> float:
+        """T1's target derived from alpha alone."""
+        return t1_target_for(self.capacity, self.alpha)
+
+    @property
+    def regions(self) -> dict[str, int]:
+        """How many keys each list holds (hot = the LRU-K region; b1/b2 are ghosts)."""
+        arc = self._arc
+        return {
+            "hot": len(self._hot),
+            "t1": len(arc.t1),
+            "t2": len(arc.t2),
+            "b1": len(arc.b1),
+            "b2": len(arc.b2),
+        }
+
+    def in_hot_region(self, key: K) -> bool:
+        """True when ``key`` is in the LRU-K region."""
+        return key in self._hot.records
+
+    def set_alpha(self, alpha: float) -> None:
+        """Move the balance: the LRU-K limit and T1's target (p shifts with it)."""
+        alpha = min(ALPHA_MAX, max(ALPHA_MIN, alpha))
+        if alpha == self.alpha:
+            return
+        arc = self._arc
+        shift = t1_target_for(self.capacity, alpha) - t1_target_for(self.capacity, self.alpha)
+        arc.p = min(float(arc.c), max(0.0, arc.p + shift))
+        self.alpha = alpha
+        self.hot_limit = hot_limit_for(self.capacity, alpha)
+
+    # -- mapping ---------------------------------------------------------------------
+
+    def __getitem__(self, key: K) -> V:
+        if not Cache.__contains__(self, key):
+            return self.__missing__(key)
+        if self._deadlines is not None and self._is_expired(key):
+            return self._expire(key)
+        self._reference(key)
+        return Cache.__getitem__(self, key)
+
+    def __setitem__(self, key: K, value: V) -> None:
+        if self._deadlines is not None:
+            self._drop_expired()
+        if Cache.__contains__(self, key):
+            Cache.__setitem__(self, key, value)
+            if Cache.__contains__(self, key):
+                self._reference(key)
+                self._stamp(key)
+            return
+        if self._fixed_alpha is None:
+            self.set_alpha(self.heat.alpha())
+        arc = self._arc
+        source = arc.admit(key)
+        try:
+            Cache.__setitem__(self, key, value)
+        finally:
+            arc._incoming = ""
+        arc.place(key, source)
+        self._refs[key] = [self._hot.tick()]
+        self._stamp(key)
+        self._enforce_hot_limit()
+
+    def __delitem__(self, key: K) -> None:
+        Cache.__delitem__(self, key)
+        if self._refs.pop(key, None) is not None:
+            self._arc.remove(key)
+        else:
+            self._hot.remove(key)
+        self._unstamp(key)
+
+    def popitem(self) -> tuple[K, V]:
+        """Evict ARC's REPLACE victim; the LRU-K region's weakest key only if ARC is empty."""
+        key: Any
+        if len(self._arc):
+            key = self._arc.replace()
+            del self._refs[key]
+            self.evictions_arc += 1
+        elif len(self._hot):
+            key = self._hot.victim()
+            self._hot.remove(key)
+            self._arc.b2[key] = None  # it was frequent: a comeback should land in T2
+            self.evictions_hot += 1
+        else:
+            raise KeyError("HybridCache is empty")
+        value = Cache.__getitem__(self, key)
+        Cache.__delitem__(self, key)
+        self._unstamp(key)
+        self._evicted(key, value)
+        return key, value
+
+    def clear(self) -> None:
+        """Remove every entry, ghost and history."""
+        self._clear_base()
+        self._arc.clear()
+        self._hot.clear()
+        self._refs.clear()
+
+    # -- regions ---------------------------------------------------------------------
+
+    def _reference(self, key: Hashable) -> None:
+        hot = self._hot
+        if key in hot.records:
+            hot.reference(key)
+            return
+        self._arc.hit(key)
+        hist = self._refs[key]
+        now = hot.tick()
+        hist.insert(0, now)
+        k = hot.k
+        if len(hist) >= k:
+            del hist[k:]
+            if now - hist[k - 1] <= self.promotion_period and self.hot_limit > 0:
+                self._promote(key, hist)
+
+    def _promote(self, key: Hashable, hist: list[int]) -> None:
+        self._arc.remove(key)
+        del self._refs[key]
+        self._hot.add(key, hist, reference=False)
+        self.promotions += 1
+        self._enforce_hot_limit()
+
+    def _enforce_hot_limit(self) -> None:
+        hot = self._hot
+        while len(hot) > self.hot_limit:
+            key = hot.victim()
+            self._refs[key] = hot.remove(key)
+            self._arc.t2[key] = None
+            self.demotions += 1
+
+    def stats(self) -> dict[str, Any]:
+        """Counters and state for ``scopecache/stats``."""
+        out = super().stats()
+        out.update(
+            alpha=round(self.alpha, 3),
+            alphaMode="fixed" if self._fixed_alpha is not None else "auto",
+            p=round(self._arc.p, 3),
+            t1Target=round(self.t1_target, 3),
+            hotLimit=self.hot_limit,
+            regions=self.regions,
+            ghostHitsB1=self._arc.ghost_hits_b1,
+            ghostHitsB2=self._arc.ghost_hits_b2,
+            evictionsByRegion={"hot": self.evictions_hot, "arc": self.evictions_arc},
+            promotions=self.promotions,
+            demotions=self.demotions,
+        )
+        return out
