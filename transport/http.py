@@ -1,0 +1,303 @@
+"""``HttpCompletionBackend``: the completion backend that speaks HTTP to a service.
+
+``start()`` resolves the endpoint's host (DNS prefetch), opens the
+connection with one cheap GET (pre-connect) and obtains credentials, so the
+first completion rides an open, resolved, authenticated connection.
+``stream()`` POSTs one completion through the provider's wire format and
+yields text chunks; closing the iterator early (or cancelling the task that
+iterates it) closes the response, which resets the HTTP/2 stream
+(RST_STREAM) and keeps the connection for the next request.
+
+Retries, the circuit breaker and Retry-After follow ``transport.resilience``.
+Every failure leaves as a ``transport.errors.TransportError`` before the
+stream finishes, so a caller that stores only completed streams never
+caches a failed or truncated answer. A changed endpoint means a new backend
+(the language server builds one per endpoint).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from transport import errors
+from transport.auth import AuthProvider, auth_for
+from transport.backend import CompletionBackend, CompletionRequest, TransportCounters
+from transport.dns import DnsPrefetcher
+from transport.network import PinnedResolverBackend, is_ip_literal, tls_context
+from transport.options import EndpointOptions
+from transport.pool import ConnectionWarmer, PinnedTransport
+from transport.providers import decode_lines, parse_json, provider_for
+from transport.resilience import Backoff, CircuitBreaker, SecretRedactor, parse_retry_after
+
+logger = logging.getLogger(__name__)
+
+USER_AGENT = "scopecache/0.1"
+#: an answer must finish within this many read timeouts, however it trickles
+DEADLINE_READ_TIMEOUTS = 2.0
+#: at most this many bytes of a non-streamed JSON answer are read
+MAX_BODY_BYTES = 1 << 20
+#: after the end marker, at most this much trailing data is read before closing
+DRAIN_LIMIT_BYTES = 16 * 1024
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class HttpCompletionBackend(CompletionBackend):
+    """A ``CompletionBackend`` over one shared, pre-connected HTTP/2 pool per endpoint."""
+
+    def __init__(
+        self,
+        options: EndpointOptions,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        resolver: DnsPrefetcher | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        auth: AuthProvider | None = None,
+        rng: Callable[[], float] = random.random,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        options.validate()
+        self.options = options
+        self._provider = provider_for(options)
+        self._dns = resolver if resolver is not None else DnsPrefetcher(options.nameservers)
+        self._network: PinnedResolverBackend | None = None
+        if transport is None:
+            self._network = PinnedResolverBackend(self._dns)
+            transport = PinnedTransport(
+                backend=self._network,
+                ssl_context=tls_context(
+                    ca_file=options.ca_file, verify=options.verify_tls, http2=options.http2
+                ),
+                http2=options.http2,
+                scheme=options.endpoint.split(":", 1)[0],
+                max_connections=options.max_connections,
+                max_keepalive=options.max_keepalive,
+                keepalive_expiry=options.keepalive_expiry,
+            )
+        self.transport = transport
+        self._client = httpx.AsyncClient(
+            transport=transport,
+            timeout=httpx.Timeout(
+                connect=options.connect_timeout,
+                read=options.read_timeout,
+                write=options.write_timeout,
+                pool=options.pool_timeout,
+            ),
+            headers={"User-Agent": USER_AGENT},
+            trust_env=False,
+        )
+        self._auth = auth if auth is not None else auth_for(options)
+        self._clock = clock
+        self._sleep = sleep
+        self._backoff = Backoff(rng=rng)
+        self.breaker = CircuitBreaker(
+            threshold=options.breaker_threshold,
+            cooldown=options.breaker_cooldown,
+            clock=clock,
+            backoff=Backoff(options.breaker_cooldown, options.breaker_cooldown * 16, rng=rng),
+        )
+        self._warmer = ConnectionWarmer(
+            self._client,
+            self._provider.probe_url,
+            keep_warm_seconds=options.keep_warm_seconds,
+            clock=clock,
+        )
+        self._counters = TransportCounters()
+        self._ttft_ms: deque[float] = deque(maxlen=256)
+        self._redactor = SecretRedactor(self._auth.secrets)
+
+    async def start(self) -> None:
+        """DNS prefetch, credentials and pre-connect; failures are logged, not raised."""
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(self._redactor)
+        host = self.options.host
+        try:
+            await self._auth.start()
+        except errors.TransportError as exc:
+            logger.warning("could not obtain credentials: %s", exc)
+        if not is_ip_literal(host):
+            try:
+                await self._dns.prefetch(host)
+            except errors.DNSError as exc:
+                logger.warning("DNS prefetch failed: %s", exc)
+        await self._warmer.preconnect()
+        self._warmer.start()
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
+        """Stream the completion's text; see the module docstring for retries and errors."""
+        self._warmer.touch()
+        outcome = "abandoned"
+        try:
+            self.breaker.before_request()
+            url, body = self._provider.build_request(request)
+            attempt = 0
+            while True:
+                produced = False
+                try:
+                    async with contextlib.aclosing(self._attempt(url, body)) as chunks:
+                        async for chunk in chunks:
+                            produced = True
+                            yield chunk
+                    break
+                except errors.TransportError as exc:
+                    delay = await self._retry_delay(exc, attempt, produced)
+                    if delay is None:
+                        raise
+                    attempt += 1
+                    self._counters.retries += 1
+                    logger.info("retrying %s after %s (%.2fs)", request.request_id, exc.kind, delay)
+                    await self._sleep(delay)
+            outcome = "ok"
+            self.breaker.record_success()
+        except errors.TransportError as exc:
+            outcome = "error"
+            self.breaker.record_failure(exc)
+            self._counters.errors += 1
+            by_kind = self._counters.errors_by_kind
+            by_kind[exc.kind] = by_kind.get(exc.kind, 0) + 1
+            raise
+        finally:
+            if outcome == "abandoned":
+                self._counters.cancelled += 1
+                self.breaker.record_abandoned()
+
+    async def _retry_delay(
+        self, exc: errors.TransportError, attempt: int, produced: bool
+    ) -> float | None:
+        """Seconds to wait before the one retry this failure earns, or None."""
+        if attempt > 0 or produced:
+            return None
+        if isinstance(exc, errors.ConnectError) and not isinstance(exc, errors.TLSError):
+            return self._backoff.delay(attempt)
+        if isinstance(exc, errors.RateLimited) and exc.retry_after is not None:
+            if exc.retry_after <= self.options.max_retry_wait:
+                return exc.retry_after
+            return None
+        if isinstance(exc, errors.AuthRejected) and await self._auth.on_rejected():
+            return 0.0
+        return None
+
+    async def _attempt(self, url: str, body: dict[str, Any]) -> AsyncGenerator[str, None]:
+        """One upstream request; yields text, raises ``TransportError``."""
+        self._counters.requests += 1
+        headers = await self._auth.header()
+        started = self._clock()
+        deadline = started + self.options.read_timeout * DEADLINE_READ_TIMEOUTS
+        total = 0
+        first = True
+        try:
+            async with self._client.stream("POST", url, json=body, headers=headers) as response:
+                self._raise_for_status(response)
+                raw = response.aiter_raw()
+                if _is_json(response):
+                    text = self._provider.parse_body(parse_json(await _read_body(raw)))
+                    self._check_size(len(text))
+                    if text:
+                        yield text
+                    return
+                lines = decode_lines(self._until(raw, deadline))
+                async with contextlib.aclosing(self._provider.parse_stream(lines)) as texts:
+                    async for text in texts:
+                        total += len(text)
+                        self._check_size(total)
+                        if first:
+                            self._ttft_ms.append((self._clock() - started) * 1000)
+                            first = False
+                        yield text
+                await _drain(raw)
+        except httpx.HTTPError as exc:
+            # httpx's own failures (our transport maps the network ones).
+            raise errors.UpstreamProtocolError(f"HTTP error: {type(exc).__name__}") from exc
+
+    async def _until(self, chunks: AsyncIterator[bytes], deadline: float) -> AsyncIterator[bytes]:
+        async for chunk in chunks:
+            if self._clock() > deadline:
+                raise errors.UpstreamTimeout("the answer did not finish in time")
+            yield chunk
+
+    def _check_size(self, total: int) -> None:
+        if total > self.options.max_response_chars:
+            raise errors.UpstreamProtocolError(
+                f"answer longer than maxResponseChars ({self.options.max_response_chars})"
+            )
+
+    def _raise_for_status(self, response: httpx.Response) -> None:
+        status = response.status_code
+        if status < 400:
+            return
+        retry_after = parse_retry_after(response.headers.get("retry-after"))
+        if status in (429, 503):
+            raise errors.RateLimited(status, retry_after=retry_after)
+        if status in (401, 403):
+            message = f"the service refused our credentials (HTTP {status})"
+            raise errors.AuthRejected(status, message)
+        raise errors.UpstreamStatusError(status, retry_after=retry_after)
+
+    def counters(self) -> TransportCounters:
+        """A snapshot of what the transport did."""
+        snapshot = TransportCounters(**vars(self._counters))
+        snapshot.errors_by_kind = dict(self._counters.errors_by_kind)
+        snapshot.dns_lookups = self._dns.dns_lookups
+        snapshot.dns_fallbacks = self._dns.fallbacks
+        if self._network is not None:
+            snapshot.connections_opened = self._network.connections_opened
+        if isinstance(self.transport, PinnedTransport):
+            snapshot.streams_reset = self.transport.streams_reset
+        snapshot.circuit = self.breaker.state
+        if self._ttft_ms:
+            ordered = sorted(self._ttft_ms)
+            snapshot.ttft_ms_p50 = ordered[len(ordered) // 2]
+            snapshot.ttft_ms_p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+        return snapshot
+
+    async def aclose(self) -> None:
+        """Stop background work and close every connection."""
+        await self._warmer.aclose()
+        await self._dns.aclose()
+        await self._auth.aclose()
+        await self._client.aclose()
+        for handler in logging.getLogger().handlers:
+            handler.removeFilter(self._redactor)
+
+    def __repr__(self) -> str:
+        return f"<HttpCompletionBackend {self.options.endpoint} {self.transport!r}>"
+
+
+def _is_json(response: httpx.Response) -> bool:
+    """A service that ignored ``stream: true`` answers with one JSON document."""
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.startswith("application/json")
+
+
+async def _read_body(raw: AsyncIterator[bytes]) -> str:
+    body = b""
+    async for part in raw:
+        body += part
+        if len(body) > MAX_BODY_BYTES:
+            raise errors.UpstreamProtocolError("answer exceeds the size limit")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise errors.UpstreamProtocolError("answer is not valid UTF-8") from exc
+
+
+async def _drain(raw: AsyncIterator[bytes]) -> None:
+    """Read the little that may follow the end marker (the END_STREAM frame).
+
+    Closing a stream before END_STREAM arrived would reset it, and the
+    service would count a finished answer as cancelled.
+    """
+    seen = 0
+    async for part in raw:
+        seen += len(part)
+        if seen > DRAIN_LIMIT_BYTES:
+            break

@@ -1,0 +1,291 @@
+"""How bytes reach the service: pinned addresses, TLS, protocol choice, stream reset.
+
+``PinnedResolverBackend`` is an ``httpcore.AsyncNetworkBackend`` that
+connects to the addresses the DNS prefetcher already holds, trying the next
+one when an address fails. Only the TCP connect goes to the IP: httpcore does
+TLS afterwards with ``server_hostname`` set to the endpoint's host name, so
+SNI, certificate verification and ``Host``/``:authority`` all keep the name.
+
+``PinnedConnection`` is one pooled connection: it connects through the
+backend, negotiates TLS with ALPN (or uses h2c prior knowledge on http://),
+then speaks HTTP/1.1 or HTTP/2.
+
+``StreamResettingHTTP2Connection`` exists because httpcore 1.0 does not send
+RST_STREAM when a response is closed before its end (``_response_closed``
+only forgets the stream). Without the reset the service keeps generating
+tokens for nobody, and the half-open stream keeps counting against the
+server's concurrent-stream limit. The subclass resets the stream through the
+connection's own h2 state machine (so the state stays consistent and other
+streams on the connection are untouched) and then lets httpcore's
+bookkeeping run unchanged. It overrides one private method of httpcore; the
+e2e test ``test_cancel_mid_stream_resets_stream_and_keeps_connection``
+guards that contract against httpcore upgrades.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import ssl
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+import h2.errors
+import h2.exceptions
+import httpcore
+
+from transport.errors import ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+
+class AddressSource(Protocol):
+    """Where the backend gets addresses for a host name (the DNS prefetcher)."""
+
+    async def lookup(self, host: str) -> list[str]:
+        """Addresses for ``host``; cached answers while valid, else a fresh lookup."""
+        ...
+
+
+def tls_context(*, ca_file: str | None, verify: bool, http2: bool) -> ssl.SSLContext:
+    """The client TLS context: system/certifi roots plus ``ca_file``, ALPN h2 when wanted.
+
+    ``ca_file`` adds to the default roots (it does not replace them). With
+    ``verify`` off, certificates are not checked; that needs the explicit
+    ``transport.verifyTls = false`` setting and is logged as a warning.
+    """
+    context = httpcore.default_ssl_context()
+    if ca_file:
+        try:
+            context.load_verify_locations(cafile=ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigurationError(f"cannot load transport.caFile {ca_file!r}: {exc}") from exc
+    if not verify:
+        logger.warning("TLS certificate verification is OFF (transport.verifyTls = false)")
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(["h2", "http/1.1"] if http2 else ["http/1.1"])
+    return context
+
+
+def is_ip_literal(host: str) -> bool:
+    """Whether ``host`` is an IPv4/IPv6 literal (no lookup needed)."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+class PinnedResolverBackend(httpcore.AsyncNetworkBackend):
+    """Connects to prefetched addresses; delegates sockets to httpcore's own backend."""
+
+    def __init__(
+        self,
+        addresses: AddressSource | None = None,
+        backend: httpcore.AsyncNetworkBackend | None = None,
+    ) -> None:
+        self._addresses = addresses
+        self._backend = backend if backend is not None else httpcore.AnyIOBackend()
+        #: TCP connections successfully opened
+        self.connections_opened = 0
+        #: connect attempts that failed on one address
+        self.connect_failures = 0
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        """Connect to the first address of ``host`` that accepts."""
+        if self._addresses is None or is_ip_literal(host):
+            candidates = [host]
+        else:
+            candidates = await self._addresses.lookup(host) or [host]
+        last: Exception | None = None
+        for address in candidates:
+            try:
+                stream = await self._backend.connect_tcp(
+                    address,
+                    port,
+                    timeout=timeout,
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout, OSError) as exc:
+                self.connect_failures += 1
+                logger.debug("connect to %s:%d failed: %s", address, port, exc)
+                last = exc
+                continue
+            self.connections_opened += 1
+            return stream
+        assert last is not None
+        raise last
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        """Unix sockets are passed straight through."""
+        return await self._backend.connect_unix_socket(
+            path, timeout=timeout, socket_options=socket_options
+        )
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep on the delegate's event loop."""
+        await self._backend.sleep(seconds)
+
+
+class StreamResettingHTTP2Connection(httpcore.AsyncHTTP2Connection):
+    """An HTTP/2 connection that sends RST_STREAM(CANCEL) for abandoned streams."""
+
+    def __init__(
+        self,
+        origin: httpcore.Origin,
+        stream: httpcore.AsyncNetworkStream,
+        keepalive_expiry: float | None = None,
+        write_timeout: float | None = None,
+        on_reset: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__(origin=origin, stream=stream, keepalive_expiry=keepalive_expiry)
+        self._reset_write_timeout = write_timeout
+        self._on_reset = on_reset
+        #: streams this connection reset because the caller stopped reading
+        self.streams_reset = 0
+
+    async def _response_closed(self, stream_id: int) -> None:
+        await self._reset_if_open(stream_id)
+        await super()._response_closed(stream_id)
+
+    async def _reset_if_open(self, stream_id: int) -> None:
+        state = self._h2_state
+        h2_stream = state.streams.get(stream_id)
+        if h2_stream is None or h2_stream.closed or self.is_closed():
+            return
+        try:
+            state.reset_stream(stream_id, error_code=h2.errors.ErrorCodes.CANCEL)
+            async with self._write_lock:
+                await self._network_stream.write(state.data_to_send(), self._reset_write_timeout)
+        except (h2.exceptions.H2Error, httpcore.NetworkError, httpcore.TimeoutException) as exc:
+            # The connection is already broken; the service sees the disconnect.
+            logger.debug("could not reset stream %d: %s", stream_id, exc)
+            return
+        self.streams_reset += 1
+        if self._on_reset is not None:
+            self._on_reset()
+
+
+class PinnedConnection(httpcore.AsyncConnectionInterface):
+    """One pooled connection to the endpoint's origin, HTTP/1.1 or HTTP/2."""
+
+    def __init__(
+        self,
+        origin: httpcore.Origin,
+        *,
+        network_backend: httpcore.AsyncNetworkBackend,
+        ssl_context: ssl.SSLContext | None,
+        http1: bool,
+        http2: bool,
+        keepalive_expiry: float | None,
+        on_reset: Callable[[], None] | None = None,
+    ) -> None:
+        self._origin = origin
+        self._on_reset = on_reset
+        self._backend = network_backend
+        self._ssl_context = ssl_context
+        self._http1 = http1
+        self._http2 = http2
+        self._keepalive_expiry = keepalive_expiry
+        self._connection: httpcore.AsyncConnectionInterface | None = None
+        self._connect_failed = False
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        """Connect on first use, then hand the request to the protocol connection."""
+        if self._connection is None:
+            try:
+                self._connection = await self._connect(request)
+            except BaseException:
+                self._connect_failed = True
+                raise
+        return await self._connection.handle_async_request(request)
+
+    async def _connect(self, request: httpcore.Request) -> httpcore.AsyncConnectionInterface:
+        timeouts = request.extensions.get("timeout", {})
+        timeout = timeouts.get("connect")
+        host = self._origin.host.decode("ascii")
+        stream = await self._backend.connect_tcp(host, self._origin.port, timeout=timeout)
+        try:
+            if self._origin.scheme == b"https":
+                context = self._ssl_context or httpcore.default_ssl_context()
+                stream = await stream.start_tls(
+                    context, server_hostname=host.strip("[]"), timeout=timeout
+                )
+        except BaseException:
+            await stream.aclose()
+            raise
+        ssl_object = stream.get_extra_info("ssl_object")
+        negotiated_h2 = ssl_object is not None and ssl_object.selected_alpn_protocol() == "h2"
+        if negotiated_h2 or (self._http2 and not self._http1 and ssl_object is None):
+            return StreamResettingHTTP2Connection(
+                origin=self._origin,
+                stream=stream,
+                keepalive_expiry=self._keepalive_expiry,
+                write_timeout=timeouts.get("write"),
+                on_reset=self._on_reset,
+            )
+        return httpcore.AsyncHTTP11Connection(
+            origin=self._origin, stream=stream, keepalive_expiry=self._keepalive_expiry
+        )
+
+    @property
+    def protocol(self) -> httpcore.AsyncConnectionInterface | None:
+        """The protocol connection once connected."""
+        return self._connection
+
+    def can_handle_request(self, origin: httpcore.Origin) -> bool:
+        """Only the endpoint's origin."""
+        return origin == self._origin
+
+    async def aclose(self) -> None:
+        """Close the socket."""
+        if self._connection is not None:
+            await self._connection.aclose()
+
+    def is_available(self) -> bool:
+        """Whether another request may be sent now (HTTP/2: before connecting, too)."""
+        if self._connection is None:
+            could_be_h2 = self._http2 and (self._origin.scheme == b"https" or not self._http1)
+            return could_be_h2 and not self._connect_failed
+        return self._connection.is_available()
+
+    def has_expired(self) -> bool:
+        """Idle past keep-alive expiry, or failed to connect."""
+        if self._connection is None:
+            return self._connect_failed
+        return self._connection.has_expired()
+
+    def is_idle(self) -> bool:
+        """No request in flight."""
+        if self._connection is None:
+            return self._connect_failed
+        return self._connection.is_idle()
+
+    def is_closed(self) -> bool:
+        """Closed or never connected because connecting failed."""
+        if self._connection is None:
+            return self._connect_failed
+        return self._connection.is_closed()
+
+    def info(self) -> str:
+        """A short state description for the pool's repr."""
+        if self._connection is None:
+            return "CONNECTION FAILED" if self._connect_failed else "CONNECTING"
+        return self._connection.info()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} [{self.info()}]>"

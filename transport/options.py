@@ -1,0 +1,149 @@
+"""Endpoint options: everything the HTTP backend needs to reach one service.
+
+``EndpointOptions`` is a plain, immutable value object. Its field names mirror
+``lsp_server.settings`` (``Settings``, ``TransportSettings``,
+``CompletionSettings``, ``AuthSettings``) so that the language server can map
+its settings onto it field by field; the transport itself never imports the
+language server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import urlsplit
+
+from transport.errors import ConfigurationError
+
+Provider = Literal["openai", "llamacpp", "ollama"]
+FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
+AuthKind = Literal["static", "oauth2-client-credentials", "command"]
+
+PROVIDERS: tuple[str, ...] = ("openai", "llamacpp", "ollama")
+FIM_TEMPLATES: tuple[str, ...] = ("", "starcoder", "qwen", "deepseek", "codellama")
+AUTH_KINDS: tuple[str, ...] = ("static", "oauth2-client-credentials", "command")
+
+DEFAULT_PROVIDER: Provider = "openai"
+DEFAULT_API_KEY_ENV = "SCOPECACHE_API_KEY"
+DEFAULT_MAX_CONNECTIONS = 12
+DEFAULT_MAX_KEEPALIVE = 8
+DEFAULT_KEEPALIVE_EXPIRY = 120.0
+DEFAULT_CONNECT_TIMEOUT = 3.0
+DEFAULT_READ_TIMEOUT = 15.0
+DEFAULT_WRITE_TIMEOUT = 5.0
+DEFAULT_POOL_TIMEOUT = 2.0
+DEFAULT_KEEP_WARM_SECONDS = 45.0
+DEFAULT_MAX_RESPONSE_CHARS = 8192
+DEFAULT_MAX_TOKENS = 64
+DEFAULT_TEMPERATURE = 0.0
+DEFAULT_PREFIX_CHARS = 4000
+DEFAULT_SUFFIX_CHARS = 1000
+DEFAULT_REFRESH_AT = 0.8
+#: consecutive failures that open the circuit breaker
+DEFAULT_BREAKER_THRESHOLD = 5
+#: seconds the breaker stays open before one probe request is let through
+DEFAULT_BREAKER_COOLDOWN = 5.0
+#: longest Retry-After we wait for inside one request (keystroke path)
+DEFAULT_MAX_RETRY_WAIT = 0.25
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointOptions:
+    """How to reach one completion service and what to ask it."""
+
+    #: base URL, e.g. ``https://host:8443/v1``
+    endpoint: str
+    provider: Provider = DEFAULT_PROVIDER
+    model: str = ""
+    #: name of the environment variable that holds the API key
+    api_key_env: str = DEFAULT_API_KEY_ENV
+
+    # -- network (transport.*)
+    #: ``"ip"`` or ``"ip:port"``; empty uses the system resolver
+    nameservers: tuple[str, ...] = ()
+    ca_file: str | None = None
+    http2: bool = True
+    verify_tls: bool = True
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_keepalive: int = DEFAULT_MAX_KEEPALIVE
+    keepalive_expiry: float = DEFAULT_KEEPALIVE_EXPIRY
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    read_timeout: float = DEFAULT_READ_TIMEOUT
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT
+    pool_timeout: float = DEFAULT_POOL_TIMEOUT
+    #: after this many idle seconds (while in use) one cheap request keeps the
+    #: connection open; 0 turns keep-warm off
+    keep_warm_seconds: float = DEFAULT_KEEP_WARM_SECONDS
+    #: a completion longer than this is abandoned (and therefore not cached)
+    max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS
+
+    # -- what is asked (completion.*)
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    temperature: float = DEFAULT_TEMPERATURE
+    stop: tuple[str, ...] = ()
+    fim_template: FimTemplate = ""
+    #: the prompt's character budget is prefix_chars + suffix_chars; when one
+    #: side is shorter, the other may use the rest
+    prefix_chars: int = DEFAULT_PREFIX_CHARS
+    suffix_chars: int = DEFAULT_SUFFIX_CHARS
+
+    # -- resilience
+    breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD
+    breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN
+    max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT
+
+    # -- auth.*
+    auth_kind: AuthKind = "static"
+    token_url: str | None = None
+    client_id: str | None = None
+    client_secret_env: str | None = None
+    scope: str | None = None
+    command: tuple[str, ...] | str | None = None
+    refresh_at: float = DEFAULT_REFRESH_AT
+
+    def validate(self) -> None:
+        """Raise ``ConfigurationError`` naming the first unusable value."""
+        parts = urlsplit(self.endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigurationError(
+                f"endpoint must be an http:// or https:// URL (got {self.endpoint!r})"
+            )
+        if self.provider not in PROVIDERS:
+            raise ConfigurationError(f"unknown provider {self.provider!r}")
+        if self.fim_template not in FIM_TEMPLATES:
+            raise ConfigurationError(f"unknown FIM template {self.fim_template!r}")
+        if self.auth_kind not in AUTH_KINDS:
+            raise ConfigurationError(f"unknown auth kind {self.auth_kind!r}")
+        if self.max_connections < 1 or self.max_keepalive < 0:
+            raise ConfigurationError("pool limits must be positive")
+        if self.max_response_chars < 1 or self.max_tokens < 1:
+            raise ConfigurationError("maxResponseChars and maxTokens must be >= 1")
+        if self.prefix_chars < 0 or self.suffix_chars < 0:
+            raise ConfigurationError("prompt budgets must be >= 0")
+
+    @property
+    def host(self) -> str:
+        """The endpoint's host name (or IP literal), without brackets."""
+        return urlsplit(self.endpoint).hostname or ""
+
+    @property
+    def port(self) -> int:
+        """The endpoint's port, defaulted from the scheme."""
+        parts = urlsplit(self.endpoint)
+        return parts.port or (443 if parts.scheme == "https" else 80)
+
+    @property
+    def origin(self) -> str:
+        """``scheme://host:port`` of the endpoint (llama.cpp and Ollama paths hang here)."""
+        parts = urlsplit(self.endpoint)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    @property
+    def base_url(self) -> str:
+        """The endpoint without a trailing slash."""
+        return self.endpoint.rstrip("/")
+
+    def replace(self, **changes: object) -> EndpointOptions:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
