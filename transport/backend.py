@@ -51,6 +51,13 @@ class TransportCounters:
     cancelled: int = 0
     errors_by_kind: dict[str, int] = field(default_factory=dict)
     circuit: str = "closed"
+    #: HTTP/2 streams reset (RST_STREAM) because the caller stopped reading
+    streams_reset: int = 0
+    #: DNS answers that came from the system resolver after the nameservers failed
+    dns_fallbacks: int = 0
+    #: time to first text chunk over recent upstream requests, in milliseconds
+    ttft_ms_p50: float = 0.0
+    ttft_ms_p95: float = 0.0
 
 
 class CompletionBackend(ABC):
