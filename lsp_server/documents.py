@@ -1,0 +1,278 @@
+"""Open documents: their text and tree-sitter tree, kept current edit by edit.
+
+``DocumentStore`` receives ``didOpen``/``didChange``/``didClose``. An
+incremental change edits the UTF-8 text in place (``TextBuffer``), tells the
+old tree what moved (``tree.edit``) and re-parses with the old tree, so
+tree-sitter reuses everything the edit did not touch; a whole-document change
+replaces the text and parses from scratch. All changes of one ``didChange``
+are applied to the text and the tree first, and parsed once.
+
+A document is parsed only when a grammar is registered for it, its size is at
+most ``max_parse_bytes`` and it contains no NUL byte (tree-sitter reads NUL as
+end of input). Otherwise ``tree`` is None and ``parse_skipped`` says why; the
+text stays current and every position helper still works, so completions fall
+back to a text-only context.
+
+Versions are recorded as the client sends them. A version that does not
+increase is logged and still applied: the changes are relative to the text
+the client has, so dropping them would desynchronise us for good.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+
+from lsprotocol.types import (
+    Position,
+    PositionEncodingKind,
+    TextDocumentContentChangeEvent,
+    TextDocumentContentChangePartial,
+)
+from tree_sitter import Parser, Tree
+
+from lsp_server.languages import LanguageRegistry, LanguageSpec, default_registry
+from lsp_server.positions import ResolvedPosition, TextBuffer, decode_text, encode_text
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_PARSE_BYTES = 2_000_000
+
+
+class UnknownDocumentError(LookupError):
+    """A change or lookup names a document that is not open."""
+
+
+class Document:
+    """One open text document: text, version, language and (when parsed) its tree."""
+
+    def __init__(
+        self,
+        uri: str,
+        language_id: str,
+        version: int,
+        text: str,
+        *,
+        spec: LanguageSpec | None = None,
+        encoding: PositionEncodingKind = PositionEncodingKind.Utf16,
+        max_parse_bytes: int = DEFAULT_MAX_PARSE_BYTES,
+    ) -> None:
+        self.uri = uri
+        self.language_id = language_id
+        self.version = version
+        self.spec = spec
+        self.encoding = encoding
+        self.max_parse_bytes = max_parse_bytes
+        self.buffer = TextBuffer(encode_text(text))
+        self.tree: Tree | None = None
+        #: why there is no tree: "no grammar", "too large" or "binary"; None when parsed
+        self.parse_skipped: str | None = None
+        self._parser: Parser | None = spec.new_parser() if spec is not None else None
+        self._text: str | None = text
+        self._parse(incremental=False)
+
+    def __repr__(self) -> str:
+        state = "parsed" if self.tree is not None else f"unparsed: {self.parse_skipped}"
+        return f"Document({self.uri!r}, v{self.version}, {len(self.buffer)} bytes, {state})"
+
+    # -- reading ------------------------------------------------------------
+
+    @property
+    def language(self) -> str:
+        """The canonical language name (the grammar's, else the client's languageId)."""
+        return self.spec.name if self.spec is not None else self.language_id
+
+    @property
+    def data(self) -> bytearray:
+        """The UTF-8 text. Read it, never write it: edits go through ``apply_changes``."""
+        return self.buffer.data
+
+    @property
+    def text(self) -> str:
+        """The whole text (decoded on first use after an edit)."""
+        if self._text is None:
+            self._text = decode_text(self.buffer.data)
+        return self._text
+
+    @property
+    def line_count(self) -> int:
+        """Number of lines, as LSP counts them."""
+        return self.buffer.line_count
+
+    def resolve(self, position: Position) -> ResolvedPosition:
+        """The byte offset of ``position``, with the clamped line/character."""
+        return self.buffer.resolve(position.line, position.character, self.encoding)
+
+    def offset_at(self, position: Position) -> int:
+        """Byte offset of an LSP position (clamped, never raises)."""
+        return self.resolve(position).offset
+
+    def position_at(self, offset: int) -> Position:
+        """LSP position of a byte offset in the negotiated encoding."""
+        line, character = self.buffer.position_of(offset, self.encoding)
+        return Position(line=line, character=character)
+
+    def line_text(self, line: int) -> str:
+        """A line's text without its terminator ("" past the end)."""
+        if not 0 <= line < self.buffer.line_count:
+            return ""
+        buf = self.buffer
+        return decode_text(self.byte_range(buf.line_start(line), buf.line_end(line)))
+
+    def byte_range(self, start: int, end: int) -> bytes:
+        """The bytes ``[start, end)``, clamped into the text."""
+        n = len(self.buffer)
+        return bytes(self.buffer.data[max(0, min(start, n)) : max(0, min(end, n))])
+
+    def text_range(self, start: int, end: int) -> str:
+        """The text between two byte offsets (cut characters become U+FFFD)."""
+        return decode_text(self.byte_range(start, end))
+
+    # -- editing ------------------------------------------------------------
+
+    def apply_changes(self, changes: Sequence[TextDocumentContentChangeEvent]) -> None:
+        """Apply LSP content changes in order, then re-parse once."""
+        full = False
+        for change in changes:
+            if isinstance(change, TextDocumentContentChangePartial):
+                self._apply_range(change)
+            else:
+                self.buffer.set_text(encode_text(change.text))
+                self.tree, full = None, True
+        self._text = None
+        self._parse(incremental=not full)
+
+    def replace_text(self, text: str) -> None:
+        """Replace the whole text and parse it from scratch."""
+        self.buffer.set_text(encode_text(text))
+        self._text = text
+        self._parse(incremental=False)
+
+    def reconsider_parse(self) -> None:
+        """Re-check the parse limits (after ``max_parse_bytes`` changed)."""
+        if self.tree is None or len(self.buffer) > self.max_parse_bytes:
+            self._parse(incremental=False)
+
+    def _apply_range(self, change: TextDocumentContentChangePartial) -> None:
+        buf = self.buffer
+        start = self.resolve(change.range.start).offset
+        end = self.resolve(change.range.end).offset
+        if end < start:
+            start, end = end, start
+        new = encode_text(change.text)
+        if self.tree is None:
+            buf.replace(start, end, new)
+            return
+        start_point = buf.ts_point(start)
+        old_end_point = buf.ts_point(end)
+        buf.replace(start, end, new)
+        new_end = start + len(new)
+        self.tree.edit(start, end, new_end, start_point, old_end_point, buf.ts_point(new_end))
+
+    def _parse(self, *, incremental: bool) -> None:
+        data = self.buffer.data
+        reason: str | None = None
+        if self._parser is None:
+            reason = "no grammar"
+        elif len(data) > self.max_parse_bytes:
+            reason = "too large"
+        elif b"\0" in data:
+            reason = "binary"
+        if reason is not None or self._parser is None:
+            if reason != self.parse_skipped:
+                logger.info("not parsing %s: %s (%d bytes)", self.uri, reason, len(data))
+            self.tree, self.parse_skipped = None, reason
+            return
+        old = self.tree if incremental else None
+        self.tree = self._parser.parse(data) if old is None else self._parser.parse(data, old)
+        self.parse_skipped = None
+
+
+class DocumentStore:
+    """The open documents by URI, with the negotiated position encoding."""
+
+    def __init__(
+        self,
+        position_encoding: PositionEncodingKind = PositionEncodingKind.Utf16,
+        max_parse_bytes: int = DEFAULT_MAX_PARSE_BYTES,
+        languages: LanguageRegistry | None = None,
+    ) -> None:
+        self._docs: dict[str, Document] = {}
+        self._encoding = position_encoding
+        self._max_parse_bytes = max_parse_bytes
+        self.languages = languages if languages is not None else default_registry()
+
+    def __repr__(self) -> str:
+        return (
+            f"DocumentStore({len(self._docs)} open, encoding={self._encoding.value}, "
+            f"max_parse_bytes={self._max_parse_bytes})"
+        )
+
+    @property
+    def position_encoding(self) -> PositionEncodingKind:
+        """How LSP characters are counted (negotiated at initialize)."""
+        return self._encoding
+
+    @position_encoding.setter
+    def position_encoding(self, encoding: PositionEncodingKind) -> None:
+        self._encoding = PositionEncodingKind(encoding)
+        for doc in self._docs.values():
+            doc.encoding = self._encoding
+
+    @property
+    def max_parse_bytes(self) -> int:
+        """Documents larger than this are kept as text only."""
+        return self._max_parse_bytes
+
+    @max_parse_bytes.setter
+    def max_parse_bytes(self, limit: int) -> None:
+        if limit == self._max_parse_bytes:
+            return
+        self._max_parse_bytes = limit
+        for doc in self._docs.values():
+            doc.max_parse_bytes = limit
+            doc.reconsider_parse()
+
+    def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
+        """Open (or re-open, replacing) a document."""
+        doc = Document(
+            uri,
+            language_id,
+            version,
+            text,
+            spec=self.languages.resolve(language_id, uri),
+            encoding=self._encoding,
+            max_parse_bytes=self._max_parse_bytes,
+        )
+        self._docs[uri] = doc
+        return doc
+
+    def change(
+        self, uri: str, version: int, changes: Sequence[TextDocumentContentChangeEvent]
+    ) -> Document:
+        """Apply a ``didChange``; raises ``UnknownDocumentError`` if ``uri`` is not open."""
+        doc = self._docs.get(uri)
+        if doc is None:
+            raise UnknownDocumentError(uri)
+        if version <= doc.version:
+            logger.debug("%s: version %d after %d, applied anyway", uri, version, doc.version)
+        doc.apply_changes(changes)
+        doc.version = version
+        return doc
+
+    def close(self, uri: str) -> None:
+        """Forget a document (closing an unknown one is not an error)."""
+        self._docs.pop(uri, None)
+
+    def get(self, uri: str) -> Document | None:
+        """The open document, or None."""
+        return self._docs.get(uri)
+
+    def __contains__(self, uri: object) -> bool:
+        return uri in self._docs
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __iter__(self) -> Iterator[Document]:
+        return iter(list(self._docs.values()))
