@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable
+
+import pytest
+
+from transport.backend import CompletionRequest
+from transport.errors import UpstreamProtocolError
+from transport.options import EndpointOptions
+from transport.providers import decode_lines, provider_for
+
+REQUEST = CompletionRequest(prefix="def add(a, b):\n    return ", suffix="\n", stop=("\n\n",))
+
+
+def options(**changes: object) -> EndpointOptions:
+    return EndpointOptions(endpoint="https://svc.test:8443/v1", model="m").replace(**changes)
+
+
+async def feed(items: Iterable[bytes]) -> AsyncIterator[bytes]:
+    for item in items:
+        yield item
+
+
+async def collect(provider_name: str, raw: list[bytes], **changes: object) -> str:
+    provider = provider_for(options(provider=provider_name, **changes))
+    return "".join([t async for t in provider.parse_stream(decode_lines(feed(raw)))])
+
+
+def sse(*objs: object) -> list[bytes]:
+    return [f"data: {json.dumps(o)}\n\n".encode() for o in objs]
+
+
+def test_openai_request_carries_prompt_suffix_and_limits() -> None:
+    url, body = provider_for(options()).build_request(REQUEST)
+    assert url == "https://svc.test:8443/v1/completions"
+    assert body["prompt"] == REQUEST.prefix and body["suffix"] == "\n"
+    assert body["stream"] is True and body["model"] == "m"
+    assert body["max_tokens"] == REQUEST.max_tokens and body["stop"] == ["\n\n"]
+
+
+def test_fim_template_mode_sends_a_plain_prompt_without_suffix() -> None:
+    _, body = provider_for(options(fim_template="qwen")).build_request(REQUEST)
+    assert "suffix" not in body
+    assert body["prompt"].startswith("<|fim_prefix|>def add")
+    assert body["prompt"].endswith("<|fim_suffix|>\n<|fim_middle|>")
+    assert "<|endoftext|>" in body["stop"]
+
+
+def test_llamacpp_and_ollama_requests() -> None:
+    url, body = provider_for(options(provider="llamacpp")).build_request(REQUEST)
+    assert url == "https://svc.test:8443/infill"
+    assert body["input_prefix"] == REQUEST.prefix and body["n_predict"] == REQUEST.max_tokens
+    url, body = provider_for(options(provider="ollama")).build_request(REQUEST)
+    assert url == "https://svc.test:8443/api/generate"
+    assert body["suffix"] == "\n" and body["raw"] is False
+    assert body["options"]["num_predict"] == REQUEST.max_tokens
+    _, body = provider_for(options(provider="ollama", fim_template="starcoder")).build_request(
+        REQUEST
+    )
+    assert body["raw"] is True and "suffix" not in body
+
+
+async def test_openai_stream_is_read_until_done() -> None:
+    raw = sse({"choices": [{"text": "a + "}]}, {"choices": [{"text": "b"}]}) + [b"data: [DONE]\n\n"]
+    assert await collect("openai", raw) == "a + b"
+
+
+async def test_chunks_split_anywhere_still_parse() -> None:
+    whole = b"".join(sse({"choices": [{"text": "h\u00e9llo"}]})) + b": comment\n\ndata: [DONE]\n\n"
+    pieces = [whole[i : i + 3] for i in range(0, len(whole), 3)]
+    assert await collect("openai", pieces) == "h\u00e9llo"
+
+
+async def test_llamacpp_stream_ends_at_stop_true() -> None:
+    raw = sse({"content": "x", "stop": False}, {"content": "y", "stop": True})
+    assert await collect("llamacpp", raw) == "xy"
+
+
+async def test_ollama_ndjson_ends_at_done() -> None:
+    raw = [b'{"response": "1", "done": false}\n', b'{"response": "2", "done": true}\n']
+    assert await collect("ollama", raw) == "12"
+
+
+@pytest.mark.parametrize(
+    ("provider", "raw"),
+    [
+        ("openai", [b"data: {not json\n\n"]),
+        ("openai", [b"garbage line\n\n"]),
+        ("openai", sse({"choices": [{"text": "cut"}]})),  # no [DONE]: truncated
+        ("openai", sse({"nochoices": 1})),
+        ("openai", sse({"choices": [{"text": 5}]})),
+        ("openai", [b'data: {"choices": [{"text": "\xff\xfe"}]}\n\n', b"data: [DONE]\n\n"]),
+        ("llamacpp", sse({"content": "x", "stop": False})),
+        ("ollama", [b'{"response": "1"\n']),
+        ("ollama", [b'{"response": "1", "done": false}\n']),
+    ],
+)
+async def test_malformed_or_truncated_answers_are_protocol_errors(
+    provider: str, raw: list[bytes]
+) -> None:
+    with pytest.raises(UpstreamProtocolError):
+        await collect(provider, raw)
+
+
+def test_non_streamed_bodies() -> None:
+    assert provider_for(options()).parse_body({"choices": [{"text": "t"}]}) == "t"
+    assert provider_for(options(provider="llamacpp")).parse_body({"content": "c"}) == "c"
+    assert provider_for(options(provider="ollama")).parse_body({"response": "r"}) == "r"
+    with pytest.raises(UpstreamProtocolError):
+        provider_for(options()).parse_body({"choices": "x"})
