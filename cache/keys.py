@@ -120,6 +120,11 @@ class LineAnchor:
         context = "\n".join(preceding_lines[-ANCHOR_LINES:])
         return cls(language, fingerprint(context), fingerprint(suffix_text))
 
+    def with_context(self, preceding_lines: Sequence[str]) -> LineAnchor:
+        """The anchor of another line under the same suffix (for multi-line continuations)."""
+        context = "\n".join(preceding_lines[-ANCHOR_LINES:])
+        return LineAnchor(self.language, fingerprint(context), self.suffix_fp)
+
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("LineAnchor is immutable")
 
