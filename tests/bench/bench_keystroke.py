@@ -1,0 +1,230 @@
+"""Keystroke cost: the document store's edit + incremental parse + syntax context.
+
+Each row compares the full keystroke path (``DocumentStore.change`` with an
+LSP range in UTF-16, then ``syntax_context`` at the cursor) against tree-sitter's
+own incremental parse of the same edit (``tree.edit`` + ``parser.parse`` with
+precomputed offsets and points), measured in the same run on the same file.
+A last row per size shows what a full re-parse per keystroke would cost.
+
+Run: ``.venv/bin/python -m tests.bench.bench_keystroke`` (``--quick`` for a
+smoke run).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+from lsprotocol.types import Position, Range, TextDocumentContentChangePartial
+from tree_sitter import Parser
+
+from lsp_server.documents import DocumentStore
+from lsp_server.syntax import syntax_context
+
+UNIT = '''
+class Inventory{n}:
+    """Items on hand, by name."""
+
+    def __init__(self, owner: str, items: dict[str, int] | None = None) -> None:
+        self.owner = owner
+        self.items = dict(items or {{}})
+
+    def add(self, name: str, count: int = 1) -> int:
+        if count <= 0:
+            raise ValueError(f"count must be positive, got {{count}}")
+        self.items[name] = self.items.get(name, 0) + count
+        return self.items[name]
+
+    def total(self) -> int:
+        result = 0
+        for name, count in sorted(self.items.items()):
+            result += count
+        return result
+
+
+def load_inventory{n}(rows: list[tuple[str, int]]) -> Inventory{n}:
+    inv = Inventory{n}("loader")
+    for name, count in rows:
+        inv.add(name, count)
+    return inv
+'''
+
+TYPED = "total_count"
+
+
+def python_source(lines: int) -> str:
+    """Realistic Python of at least ``lines`` lines, made of repeated classes and functions."""
+    parts: list[str] = []
+    count = 0
+    n = 0
+    while count < lines:
+        part = UNIT.format(n=n)
+        parts.append(part)
+        count += part.count("\n")
+        n += 1
+    return "".join(parts)
+
+
+def _cursor(text: str) -> tuple[int, int]:
+    """A typing position in the middle of the file: the end of a ``result = 0`` line."""
+    lines = text.split("\n")
+    middle = len(lines) // 2
+    for i in range(middle, len(lines)):
+        if lines[i].strip() == "result = 0":
+            return i, len(lines[i])
+    raise ValueError("no typing position found")
+
+
+def _measure(fn: Callable[[], None], repeats: int) -> float:
+    """Median seconds of ``fn`` over ``repeats`` runs."""
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def _bench_size(lines: int, repeats: int) -> list[dict[str, object]]:
+    text = python_source(lines)
+    line, col = _cursor(text)
+    keys = len(TYPED)
+
+    store = DocumentStore()
+    doc = store.open("file:///bench.py", "python", 1, text)
+
+    def store_keystrokes() -> None:
+        # type TYPED, then delete it again with backspaces: the file ends as it began
+        for i, ch in enumerate(TYPED):
+            pos = Position(line=line, character=col + i)
+            store.change(doc.uri, doc.version + 1, [TextDocumentContentChangePartial(
+                range=Range(start=pos, end=pos), text=ch)])
+            syntax_context(doc, Position(line=line, character=col + i + 1))
+        for i in range(keys, 0, -1):
+            start = Position(line=line, character=col + i - 1)
+            end = Position(line=line, character=col + i)
+            store.change(doc.uri, doc.version + 1, [TextDocumentContentChangePartial(
+                range=Range(start=start, end=end), text="")])
+            syntax_context(doc, start)
+
+    assert doc.spec is not None
+    parser = Parser(doc.spec.language)
+    data = bytearray(text.encode())
+    tree = parser.parse(data)
+    offset = doc.offset_at(Position(line=line, character=col))
+
+    def tree_sitter_keystrokes() -> None:
+        nonlocal tree
+        for i, ch in enumerate(TYPED.encode()):
+            at = offset + i
+            data[at:at] = bytes([ch])
+            tree.edit(at, at, at + 1, (line, col + i), (line, col + i), (line, col + i + 1))
+            tree = parser.parse(data, tree)
+        for i in range(keys, 0, -1):
+            at = offset + i - 1
+            del data[at]
+            tree.edit(at, at + 1, at, (line, col + i - 1), (line, col + i), (line, col + i - 1))
+            tree = parser.parse(data, tree)
+
+    def full_parses() -> None:
+        for _ in range(2 * keys):
+            parser.parse(data)
+
+    cursor = Position(line=line, character=col)
+
+    def contexts() -> None:
+        for _ in range(2 * keys):
+            syntax_context(doc, cursor)
+
+    strokes = 2 * keys
+    # warm both paths once, then alternate them so drift hits both alike
+    store_keystrokes()
+    tree_sitter_keystrokes()
+    ours_s, base_s = [], []
+    for _ in range(repeats):
+        ours_s.append(_measure(store_keystrokes, 1))
+        base_s.append(_measure(tree_sitter_keystrokes, 1))
+    ours = statistics.median(ours_s) / strokes * 1e6
+    base = statistics.median(base_s) / strokes * 1e6
+    full = _measure(full_parses, max(1, repeats // 4)) / strokes * 1e6
+    context = _measure(contexts, repeats) / strokes * 1e6
+    assert doc.text == text, "the benchmark's edits must leave the file unchanged"
+    return [
+        {
+            "name": f"keystroke {lines} lines (edit+parse+context)",
+            "value": round(ours, 1),
+            "baseline": round(base, 1),
+            "ratio": round(ours / base, 2),
+            "unit": "us",
+        },
+        {
+            "name": f"full re-parse {lines} lines vs incremental keystroke",
+            "value": round(full, 1),
+            "baseline": round(ours, 1),
+            "ratio": round(full / ours, 1),
+            "unit": "us",
+        },
+        {
+            "name": f"syntax context alone {lines} lines",
+            "value": round(context, 1),
+            "baseline": round(base, 1),
+            "ratio": round(context / base, 3),
+            "unit": "us",
+        },
+    ]
+
+
+def run(quick: bool = False) -> list[dict[str, object]]:
+    """Benchmark rows for a small and a large file (500/2,000 lines when ``quick``)."""
+    sizes = (500, 2_000) if quick else (5_000, 20_000)
+    repeats = 3 if quick else 15
+    rows: list[dict[str, object]] = []
+    for lines in sizes:
+        rows.extend(_bench_size(lines, repeats))
+    small, large = rows[0], rows[3]
+    ours_growth = _num(large["value"]) / _num(small["value"])
+    base_growth = _num(large["baseline"]) / _num(small["baseline"])
+    rows.append(
+        {
+            # tree-sitter's own incremental parse grows with the number of
+            # top-level statements; what we add on top must not
+            "name": f"keystroke growth {sizes[0]} -> {sizes[1]} lines",
+            "value": round(ours_growth, 2),
+            "baseline": round(base_growth, 2),
+            "ratio": round(ours_growth / base_growth, 2),
+            "unit": "x",
+        }
+    )
+    context_growth = _num(rows[5]["value"]) / _num(rows[2]["value"])
+    rows.append(
+        {
+            "name": f"syntax context growth {sizes[0]} -> {sizes[1]} lines",
+            "value": round(context_growth, 2),
+            "baseline": 1.0,
+            "ratio": round(context_growth, 2),
+            "unit": "x",
+        }
+    )
+    return rows
+
+
+def _num(value: object) -> float:
+    assert isinstance(value, int | float)
+    return float(value)
+
+
+def main() -> None:
+    """Print the rows as a table."""
+    rows = run(quick="--quick" in sys.argv)
+    print(f"{'benchmark':58} {'value':>10} {'baseline':>10} {'ratio':>7}")
+    for row in rows:
+        print(
+            f"{row['name']:58} {row['value']:>8} {row['unit']} "
+            f"{row['baseline']:>8} {row['unit']} {row['ratio']:>7}"
+        )
+
+
+if __name__ == "__main__":
+    main()
