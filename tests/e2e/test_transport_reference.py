@@ -20,13 +20,14 @@ REQUEST = CompletionRequest(prefix="def ", suffix="")
 
 
 def options_for(svc: ReferenceService, **changes: object) -> EndpointOptions:
-    return EndpointOptions(endpoint=svc.url, ca_file=str(svc.ca_file), keep_warm_seconds=0).replace(
-        **changes
-    )
+    base = EndpointOptions(endpoint=svc.url, ca_file=str(svc.ca_file), keep_warm_seconds=0)
+    return base.replace(**changes)
 
 
 @pytest.fixture
-async def backend(shared_reference_service: ReferenceService) -> AsyncIterator[HttpCompletionBackend]:
+async def backend(
+    shared_reference_service: ReferenceService,
+) -> AsyncIterator[HttpCompletionBackend]:
     backend = HttpCompletionBackend(options_for(shared_reference_service))
     await backend.start()
     try:
