@@ -1,0 +1,40 @@
+"""Shared pytest fixtures."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# The repository root must be importable so tests can share ``tests.support``
+# (pytest's rootdir insertion only adds ``tests/`` itself).
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from tests.support.reference import ReferenceService  # noqa: E402
+
+
+@pytest.fixture
+def reference_service() -> Iterator[ReferenceService]:
+    """A fresh reference service over TLS (HTTP/2) with the test corpus, per test."""
+    with ReferenceService(tls=True) as service:
+        yield service
+
+
+@pytest.fixture(scope="session")
+def reference_service_session() -> Iterator[ReferenceService]:
+    """One reference service (TLS, test corpus) for the whole session; state is shared."""
+    with ReferenceService(tls=True) as service:
+        yield service
+
+
+@pytest.fixture
+def shared_reference_service(
+    reference_service_session: ReferenceService,
+) -> ReferenceService:
+    """The session's service, reset (stats, faults, auth, latency) before the test."""
+    reference_service_session.reset()
+    return reference_service_session

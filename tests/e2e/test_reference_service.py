@@ -1,0 +1,375 @@
+"""The reference completion service, observed from real HTTP clients on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import httpx
+import pytest
+
+from tests.support.reference import ReferenceService
+
+pytestmark = pytest.mark.e2e
+
+PROMPT = (
+    "class Circle:\n    def __init__(self, center: Point, radius: float) -> None:\n"
+    "        self.cen"
+)
+BLOCK = "    def area(self) -> float:\n        "
+
+
+def sse_events(lines: Iterator[str]) -> list[Any]:
+    """Parse ``data:`` lines; ``[DONE]`` becomes the string ``"[DONE]"``."""
+    events: list[Any] = []
+    for line in lines:
+        if not line.startswith("data: "):
+            assert line == "", f"unexpected SSE line {line!r}"
+            continue
+        payload = line[len("data: ") :]
+        events.append(payload if payload == "[DONE]" else json.loads(payload))
+    return events
+
+
+@pytest.fixture(scope="module")
+def plain_service() -> Iterator[ReferenceService]:
+    with ReferenceService(tls=False) as service:
+        yield service
+
+
+# -- protocols ---------------------------------------------------------------
+
+
+def test_tls_service_speaks_http2_with_its_own_ca(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    assert svc.ca_file is not None and svc.ca_file.exists()
+    verify = ssl.create_default_context(cafile=str(svc.ca_file))
+    with httpx.Client(http2=True, verify=verify) as client:
+        response = client.post(svc.url + "/completions", json={"prompt": PROMPT})
+    assert response.http_version == "HTTP/2"
+    assert response.json()["choices"][0]["text"] == "ter = center"
+
+
+def test_tls_service_also_speaks_http1(shared_reference_service: ReferenceService) -> None:
+    svc = shared_reference_service
+    with svc.client(http2=False) as client:
+        response = client.post(svc.url + "/completions", json={"prompt": PROMPT})
+    assert response.http_version == "HTTP/1.1"
+    assert svc.stats()["httpVersions"] == {"1.1": 1}
+
+
+def test_untrusted_client_fails_tls_verification(
+    shared_reference_service: ReferenceService,
+) -> None:
+    with httpx.Client(http2=True) as client, pytest.raises(httpx.ConnectError):
+        client.get(shared_reference_service.base + "/health")
+
+
+def test_certificate_covers_test_names(shared_reference_service: ReferenceService) -> None:
+    # completions.test is not resolvable here, so connect to 127.0.0.1 and
+    # check the certificate against the name the way a pinned client would.
+    svc = shared_reference_service
+    context = ssl.create_default_context(cafile=str(svc.ca_file))
+    with socket.create_connection(("127.0.0.1", svc.port)) as raw:
+        with context.wrap_socket(raw, server_hostname="completions.test") as tls:
+            assert tls.version() is not None
+
+
+def test_plain_http_serves_h2c_with_prior_knowledge(plain_service: ReferenceService) -> None:
+    with httpx.Client(http1=False, http2=True) as client:
+        response = client.post(plain_service.url + "/completions", json={"prompt": PROMPT})
+    assert response.http_version == "HTTP/2"
+    assert response.json()["choices"][0]["text"] == "ter = center"
+
+
+def test_plain_http_serves_http1(plain_service: ReferenceService) -> None:
+    with httpx.Client() as client:
+        response = client.get(plain_service.base + "/health")
+    assert response.http_version == "HTTP/1.1"
+    assert response.json() == {"status": "ok"}
+
+
+# -- shapes ------------------------------------------------------------------
+
+
+def test_non_stream_completion_reports_usage(shared_reference_service: ReferenceService) -> None:
+    svc = shared_reference_service
+    with svc.client() as client:
+        request = {"prompt": PROMPT, "max_tokens": 1}
+        body = client.post(svc.url + "/completions", json=request).json()
+    assert body["choices"][0] == {"text": "ter", "index": 0, "logprobs": None,
+                                  "finish_reason": "length"}
+    usage = body["usage"]
+    assert usage["completion_tokens"] == 1
+    assert usage["total_tokens"] == usage["prompt_tokens"] + 1 > 1
+
+
+def test_streamed_completion_is_sse_chunks_then_done(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    with svc.client() as client:
+        with client.stream("POST", svc.url + "/completions",
+                           json={"prompt": BLOCK, "stream": True}) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            events = sse_events(response.iter_lines())
+    assert events[-1] == "[DONE]"
+    chunks = events[:-1]
+    assert len(chunks) > 3
+    assert "".join(c["choices"][0]["text"] for c in chunks) == "return math.pi * self.radius ** 2"
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    stats = svc.stats()
+    assert stats["streamsStarted"] == stats["streamsCompleted"] == 1
+
+
+def test_chat_completions_answer_the_last_user_message(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    messages = [{"role": "system", "content": "complete code"},
+                {"role": "user", "content": PROMPT}]
+    with svc.client() as client:
+        whole = client.post(svc.url + "/chat/completions", json={"messages": messages}).json()
+        with client.stream("POST", svc.url + "/chat/completions",
+                           json={"messages": messages, "stream": True}) as response:
+            events = sse_events(response.iter_lines())
+    assert whole["choices"][0]["message"] == {"role": "assistant", "content": "ter = center"}
+    assert whole["usage"]["completion_tokens"] == 3
+    deltas = [e["choices"][0]["delta"].get("content", "") for e in events[:-1]]
+    assert "".join(deltas) == "ter = center"
+    assert events[-1] == "[DONE]"
+
+
+def test_infill_speaks_llama_cpp(shared_reference_service: ReferenceService) -> None:
+    svc = shared_reference_service
+    request = {"input_prefix": "def fibonacci(n: int) -> int:\n    if n < 2:\n        ret",
+               "input_suffix": "\n", "n_predict": 16}
+    with svc.client() as client:
+        whole = client.post(svc.base + "/infill", json=request).json()
+        with client.stream("POST", svc.base + "/infill",
+                           json={**request, "stream": True}) as response:
+            events = sse_events(response.iter_lines())
+    assert whole["content"] == "urn n"
+    assert whole["stop"] is True
+    assert all(e["stop"] is False for e in events[:-1])
+    assert events[-1]["stop"] is True
+    assert "".join(e["content"] for e in events) == "urn n"
+
+
+def test_generate_speaks_ollama_ndjson(shared_reference_service: ReferenceService) -> None:
+    svc = shared_reference_service
+    request = {"model": "m", "prompt": "        return math.pi * self.radius ** ", "raw": True}
+    with svc.client() as client:
+        lines = client.post(svc.base + "/api/generate", json=request).text.splitlines()
+        whole = client.post(svc.base + "/api/generate",
+                            json={**request, "stream": False, "options": {"num_predict": 5}}).json()
+    events = [json.loads(line) for line in lines]
+    assert [e["done"] for e in events] == [False] * (len(events) - 1) + [True]
+    assert "".join(e["response"] for e in events) == "2"
+    assert whole["response"] == "2" and whole["done"] is True
+
+
+def test_health_and_models(shared_reference_service: ReferenceService) -> None:
+    svc = shared_reference_service
+    with svc.client() as client:
+        assert client.get(svc.base + "/health").json() == {"status": "ok"}
+        assert client.get(svc.url + "/models").json()["data"][0]["id"]
+        assert client.post(svc.url + "/completions", content=b"not json").status_code == 400
+        assert client.get(svc.base + "/nowhere").status_code == 404
+    assert svc.stats()["requests"]["total"] == 1  # only the completion request counts
+
+
+# -- counters ----------------------------------------------------------------
+
+
+def test_stats_count_requests_and_one_connection_per_client(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    with svc.client() as client:
+        for _ in range(3):
+            client.post(svc.url + "/completions", json={"prompt": PROMPT})
+        client.post(svc.base + "/infill", json={"input_prefix": PROMPT})
+    stats = svc.stats()
+    assert stats["requests"] == {"total": 4, "/v1/completions": 3, "/infill": 1}
+    assert stats["completionConnections"] == 1
+    assert stats["connections"] == 1  # the harness's control connection predates the reset
+    assert stats["httpVersions"] == {"2": 4}
+    assert {r["connection"] for r in stats["recent"]} == {stats["recent"][0]["connection"]}
+    svc.reset_stats()
+    assert svc.stats()["requests"] == {"total": 0}
+
+
+def test_a_second_client_is_a_second_connection(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    for _ in range(2):
+        with svc.client() as client:
+            client.post(svc.url + "/completions", json={"prompt": PROMPT})
+    assert svc.stats()["completionConnections"] == 2
+
+
+def wait_for(svc: ReferenceService, key: str, value: int) -> dict[str, Any]:
+    deadline = time.monotonic() + 5
+    stats = svc.stats()
+    while stats[key] < value and time.monotonic() < deadline:
+        time.sleep(0.02)
+        stats = svc.stats()
+    return stats
+
+
+def h2_connection(svc: ReferenceService) -> tuple[ssl.SSLSocket, h2.connection.H2Connection]:
+    raw = socket.create_connection(("127.0.0.1", svc.port))
+    context = svc.ssl_context()
+    context.set_alpn_protocols(["h2"])
+    sock = context.wrap_socket(raw, server_hostname="127.0.0.1")
+    assert sock.selected_alpn_protocol() == "h2"
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    return sock, conn
+
+
+def h2_post(conn: h2.connection.H2Connection, svc: ReferenceService, body: dict[str, Any]) -> int:
+    stream_id = conn.get_next_available_stream_id()
+    data = json.dumps(body).encode()
+    conn.send_headers(stream_id, [
+        (":method", "POST"), (":path", "/v1/completions"), (":scheme", "https"),
+        (":authority", f"127.0.0.1:{svc.port}"), ("content-type", "application/json"),
+        ("content-length", str(len(data))),
+    ])
+    conn.send_data(stream_id, data, end_stream=True)
+    return stream_id
+
+
+def h2_read_until(sock: ssl.SSLSocket, conn: h2.connection.H2Connection,
+                  kind: type[h2.events.Event], stream_id: int) -> bytes:
+    """Read frames until an event of ``kind`` on ``stream_id``; returns the DATA seen."""
+    received = b""
+    while True:
+        sock.sendall(conn.data_to_send())
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed"
+        for event in conn.receive_data(chunk):
+            if isinstance(event, h2.events.DataReceived):
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                if event.stream_id == stream_id:
+                    received += event.data
+            if isinstance(event, kind) and getattr(event, "stream_id", None) == stream_id:
+                sock.sendall(conn.data_to_send())
+                return received
+
+
+def test_http2_stream_reset_is_counted_and_the_connection_keeps_serving(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    svc.set_latency(ttft_ms=0, token_ms=50)
+    sock, conn = h2_connection(svc)
+    try:
+        first = h2_post(conn, svc, {"prompt": BLOCK, "stream": True})
+        h2_read_until(sock, conn, h2.events.DataReceived, first)
+        conn.reset_stream(first, error_code=h2.errors.ErrorCodes.CANCEL)
+        sock.sendall(conn.data_to_send())
+        stats = wait_for(svc, "streamsCancelled", 1)
+        svc.set_latency(0, 0)
+        second = h2_post(conn, svc, {"prompt": PROMPT})
+        body = h2_read_until(sock, conn, h2.events.StreamEnded, second)
+    finally:
+        sock.close()
+    assert stats["streamsCancelled"] == 1
+    assert json.loads(body)["choices"][0]["text"] == "ter = center"
+    stats = svc.stats()
+    assert stats["streamsCompleted"] == 0
+    assert stats["completionConnections"] == 1
+    assert "Traceback" not in svc.log()
+
+
+def test_http1_client_that_hangs_up_mid_stream_is_counted(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    svc.set_latency(ttft_ms=0, token_ms=50)
+    with svc.client(http2=False) as client:
+        with client.stream("POST", svc.url + "/completions",
+                           json={"prompt": BLOCK, "stream": True}) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    break  # closing an unfinished HTTP/1.1 response closes the connection
+    stats = wait_for(svc, "streamsCancelled", 1)
+    assert stats["streamsCancelled"] == 1
+    svc.set_latency(0, 0)
+    with svc.client() as client:
+        assert client.post(svc.url + "/completions", json={"prompt": PROMPT}).status_code == 200
+
+
+def test_httpx_leaving_an_h2_stream_early_does_not_reset_it(
+    shared_reference_service: ReferenceService,
+) -> None:
+    """The trap DESIGN.md names: httpx/httpcore send no RST_STREAM on close."""
+    svc = shared_reference_service
+    svc.set_latency(ttft_ms=0, token_ms=20)
+    with svc.client() as client:
+        with client.stream("POST", svc.url + "/completions",
+                           json={"prompt": BLOCK, "stream": True}) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    break
+        stats = wait_for(svc, "streamsCompleted", 1)
+    assert stats["streamsCompleted"] == 1  # the service generated for nobody
+    assert stats["streamsCancelled"] == 0
+
+
+# -- command line ------------------------------------------------------------
+
+
+def test_upstream_options_match_the_scopecache_command_line() -> None:
+    from lsp_server.cli import build_parser as scopecache_parser
+    from transport.reference.cli import build_parser
+
+    def options(parser: Any) -> dict[str, Any]:
+        return {
+            a.dest: (tuple(a.option_strings), a.default, a.nargs, a.type)
+            for a in parser._actions
+            if a.dest not in ("help", "module")
+        }
+
+    sub = next(a for a in scopecache_parser()._actions if a.dest == "command")
+    assert options(sub.choices["upstream"]) == options(build_parser())
+
+
+def test_service_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    port_file = tmp_path / "port"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "transport.reference", "--port", "0", "--port-file",
+         str(port_file)],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not port_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        port = int(port_file.read_text())
+        assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+        assert proc.returncode == 0
+        assert f"listening on http://127.0.0.1:{port}" in err.decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

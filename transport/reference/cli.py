@@ -1,0 +1,146 @@
+"""``scopecache upstream`` / ``python -m transport.reference``: run the service.
+
+``build_parser`` declares the same options as ``lsp_server.cli`` (kept
+identical by a test); ``run(args)`` binds the socket (port 0 picks a free
+one), writes the port to ``--port-file`` once listening, prints one line to
+stderr and serves until SIGINT or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from hypercorn.config import Config
+
+from transport.reference.app import ReferenceApp
+from transport.reference.corpus import engine_for
+from transport.reference.listener import Listener
+from transport.reference.responder import Latency
+from transport.reference.tls import server_context, write_tls_files
+from transport.reference.tokens import TokenAuthority
+
+logger = logging.getLogger(__name__)
+
+#: idle HTTP/2 and keep-alive connections stay open this long (hypercorn's 5 s
+#: default would close a client's warm connection between keystrokes)
+KEEP_ALIVE_SECONDS = 300.0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The service's options (the ``scopecache upstream`` contract)."""
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8443, help="0 picks a free port")
+    p.add_argument("--tls-self-signed", metavar="DIR", help="serve TLS; write ca.pem to DIR")
+    p.add_argument("--corpus", nargs="*", default=[], metavar="PATH", help="files or directories")
+    p.add_argument("--ttft-ms", type=float, default=0.0, help="emulated time to first token")
+    p.add_argument("--token-ms", type=float, default=0.0, help="emulated time per token")
+    p.add_argument("--port-file", metavar="FILE", help="write the bound port here when ready")
+    p.add_argument("--require-key-env", metavar="ENV", help="require this env var's bearer key")
+    p.add_argument("--log-level", default="WARNING")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Parser for ``python -m transport.reference``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m transport.reference",
+        description="The scopecache reference completion service.",
+    )
+    add_arguments(parser)
+    return parser
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(256)
+    sock.setblocking(False)
+    return sock
+
+
+def _write_port_file(path: str, port: int) -> None:
+    # Write-then-rename so a reader never sees a half-written number.
+    target = Path(path)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(f"{port}\n")
+    os.replace(tmp, target)
+
+
+def _hypercorn_config() -> Config:
+    config = Config()
+    config.keep_alive_timeout = KEEP_ALIVE_SECONDS
+    config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")
+    config.h2_max_concurrent_streams = 256
+    return config
+
+
+async def serve(args: argparse.Namespace) -> int:
+    """Serve until a signal arrives; returns the exit code."""
+    static_key = None
+    if args.require_key_env:
+        static_key = os.environ.get(args.require_key_env)
+        if not static_key:
+            print(f"scopecache upstream: {args.require_key_env} is not set", file=sys.stderr)
+            return 2
+    engine = engine_for(args.corpus or [])
+    app = ReferenceApp(
+        engine,
+        latency=Latency(ttft_ms=args.ttft_ms, token_ms=args.token_ms),
+        authority=TokenAuthority(static_key),
+    )
+    context = None
+    if args.tls_self_signed:
+        context = server_context(write_tls_files(args.tls_self_signed))
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as exc:
+        print(f"scopecache upstream: cannot listen on {args.host}:{args.port}: {exc}",
+              file=sys.stderr)
+        return 1
+    port = sock.getsockname()[1]
+    listener = Listener(app, _hypercorn_config(), app.registry, context)
+    await listener.start(sock)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if args.port_file:
+        _write_port_file(args.port_file, port)
+    scheme = "https" if context else "http"
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    protocols = "h2, http/1.1" if context else "h2c, http/1.1"
+    print(f"scopecache upstream listening on {scheme}://{host}:{port} ({protocols}); "
+          f"corpus {engine.documents} files, {engine.size} chars", file=sys.stderr, flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await listener.stop()
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point used by ``scopecache upstream``."""
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return asyncio.run(serve(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m transport.reference``."""
+    return run(build_parser().parse_args(argv))

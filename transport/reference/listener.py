@@ -1,0 +1,154 @@
+"""Accept TCP connections for hypercorn, knowing each one by its peer address.
+
+Hypercorn's own ``serve`` hides its connections from the application, yet
+the service must count TCP connections exactly and, for the ``reset`` fault
+modes, abort one. So the service runs its own ``asyncio`` accept loop and
+hands every connection to hypercorn's ``TCPServer`` (which speaks HTTP/1.1,
+h2 over TLS via ALPN and h2c with prior knowledge), registering it under its
+peer address: the same ``(host, port)`` pair hypercorn puts in
+``scope["client"]``, so a request can be tied to its connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import ssl
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hypercorn.app_wrappers import ASGIWrapper
+from hypercorn.asyncio.tcp_server import TCPServer
+from hypercorn.asyncio.worker_context import WorkerContext
+from hypercorn.config import Config
+
+from transport.reference.stats import ServiceStats
+
+logger = logging.getLogger(__name__)
+
+Peer = tuple[str, int]
+_LINGER_RESET = struct.pack("ii", 1, 0)
+
+
+@dataclass
+class _Connection:
+    ident: int
+    transport: asyncio.BaseTransport
+
+
+class ConnectionRegistry:
+    """Open connections by peer address, with ids counted from 1."""
+
+    def __init__(self, stats: ServiceStats) -> None:
+        self._stats = stats
+        self._open: dict[Peer, _Connection] = {}
+        self._next_id = 0
+
+    def opened(self, peer: Peer, transport: asyncio.BaseTransport) -> int:
+        """Record a newly accepted connection; returns its id."""
+        self._next_id += 1
+        self._open[peer] = _Connection(self._next_id, transport)
+        self._stats.connections += 1
+        self._stats.open_connections += 1
+        return self._next_id
+
+    def closed(self, peer: Peer) -> None:
+        """Forget a connection that ended."""
+        if self._open.pop(peer, None) is not None:
+            self._stats.open_connections -= 1
+
+    def ident(self, peer: Any) -> int:
+        """The id of the connection a request with ``scope["client"] == peer`` came on."""
+        conn = self._open.get(_peer(peer))
+        return conn.ident if conn else 0
+
+    def abort(self, peer: Any) -> bool:
+        """Drop the connection without a goodbye (the client sees a reset)."""
+        conn = self._open.get(_peer(peer))
+        if conn is None:
+            return False
+        transport = conn.transport
+        if isinstance(transport, asyncio.WriteTransport | asyncio.Transport):
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                # SO_LINGER 0 makes close send RST instead of FIN.
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
+            transport.abort()
+        return True
+
+
+def _peer(value: Any) -> Peer:
+    if isinstance(value, list | tuple) and len(value) >= 2:
+        return (str(value[0]), int(value[1]))
+    return ("", 0)
+
+
+AsgiApp = Callable[..., Any]
+
+
+class Listener:
+    """Serves an ASGI app with hypercorn's protocol machinery on one socket."""
+
+    def __init__(
+        self,
+        app: AsgiApp,
+        config: Config,
+        registry: ConnectionRegistry,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self._app = ASGIWrapper(app)
+        self._config = config
+        self._registry = registry
+        self._ssl = ssl_context
+        self._context = WorkerContext(None)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._server: asyncio.Server | None = None
+
+    async def start(self, sock: socket.socket) -> None:
+        """Start accepting on an already bound, listening socket."""
+        self._server = await asyncio.start_server(
+            self._on_connection,
+            sock=sock,
+            ssl=self._ssl,
+            ssl_handshake_timeout=self._config.ssl_handshake_timeout if self._ssl else None,
+            backlog=self._config.backlog,
+        )
+
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        peername = writer.get_extra_info("peername")
+        peer = _peer(peername)
+        ident = self._registry.opened(peer, writer.transport)
+        logger.debug("connection %d from %s:%d", ident, *peer)
+        loop = asyncio.get_running_loop()
+        try:
+            await TCPServer(self._app, loop, self._config, self._context, {}, reader, writer)
+        except (ConnectionError, ssl.SSLError, OSError) as exc:
+            logger.debug("connection %d ended: %s", ident, exc)
+        finally:
+            self._registry.closed(peer)
+
+    async def stop(self, grace: float = 1.0) -> None:
+        """Stop accepting, let connections wind down, then cancel the rest."""
+        if self._server is not None:
+            self._server.close()
+        await self._context.terminated.set()
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=grace)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), grace)

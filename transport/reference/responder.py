@@ -1,0 +1,222 @@
+"""Write one completion response: emulated latency, streaming, and faults.
+
+Given a parsed request (``Ask``) in some ``Dialect``, the responder asks the
+engine, waits ``ttft`` before the first token and ``token`` between tokens,
+and writes either one body or a stream of chunks, keeping the stream
+counters right whether the stream completes, the client leaves
+(``streamsCancelled``) or a fault breaks it on purpose (``streamsAborted``).
+Fault modes are documented in ``transport.reference.faults``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from transport.reference import asgi
+from transport.reference.asgi import ClientGone, ClientWatch, Send
+from transport.reference.dialects import Ask, Dialect
+from transport.reference.engine import Completion, CorpusEngine, count_tokens
+from transport.reference.faults import Fault
+from transport.reference.stats import ServiceStats
+
+logger = logging.getLogger(__name__)
+
+_BAD = "@@not-utf8@@"
+_FILLER = "0123456789abcdef"
+
+
+class Aborted(Exception):
+    """The service dropped the connection on purpose; write nothing more."""
+
+
+@dataclass
+class Latency:
+    """Emulated model latency in milliseconds."""
+
+    ttft_ms: float = 0.0
+    token_ms: float = 0.0
+
+
+def _filler(size: int) -> str:
+    return (_FILLER * (size // len(_FILLER) + 1))[:size]
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+class Responder:
+    """Answers completion requests for the app."""
+
+    def __init__(
+        self,
+        engine: CorpusEngine,
+        stats: ServiceStats,
+        latency: Latency,
+        abort: Callable[[], bool],
+    ) -> None:
+        self._engine = engine
+        self._stats = stats
+        self._latency = latency
+        self._abort_connection = abort
+
+    def _abort(self) -> None:
+        self._stats.streams_aborted += 1
+        self._abort_connection()
+        raise Aborted
+
+    def _complete(self, ask: Ask, fault: Fault | None) -> tuple[Completion, list[str]]:
+        if fault is not None and fault.mode in ("huge", "flood"):
+            default = 1_000_000 if fault.mode == "huge" else 16_000_000
+            text = _filler(int(fault.number("size", default)))
+            done = Completion(text, "stop", count_tokens(ask.prefix), len(ask.prefix))
+            return done, _pieces(text, 4096 if fault.mode == "huge" else 65536)
+        done = self._engine.complete(
+            ask.prefix,
+            ask.suffix,
+            max_tokens=ask.max_tokens,
+            stop=ask.stop,
+            multiline=ask.multiline,
+        )
+        pieces = done.tokens
+        if not pieces and fault is not None and fault.mode in ("malformed-json", "invalid-utf8"):
+            pieces = ["oops"]  # these faults need one chunk to spoil
+        return done, pieces
+
+    async def respond(
+        self,
+        send: Send,
+        watch: ClientWatch,
+        dialect: Dialect,
+        ask: Ask,
+        fault: Fault | None,
+        record: dict[str, Any],
+    ) -> None:
+        """Write the whole response; never raises for a vanished client."""
+        try:
+            await self._respond(send, watch, dialect, ask, fault, record)
+        except ClientGone:
+            if record.get("stream") and record.get("status") == 200:
+                self._stats.streams_cancelled += 1
+            record["cancelled"] = True
+        except Aborted:
+            record["aborted"] = True
+
+    async def _respond(
+        self,
+        send: Send,
+        watch: ClientWatch,
+        dialect: Dialect,
+        ask: Ask,
+        fault: Fault | None,
+        record: dict[str, Any],
+    ) -> None:
+        mode = fault.mode if fault else None
+        if fault is not None and mode == "slow-headers":
+            await watch.sleep(fault.number("delay", 5.0))
+        if mode == "reset":
+            self._abort()
+        if fault is not None and mode == "status":
+            await self._status(send, fault, record)
+            return
+        completion, pieces = self._complete(ask, fault)
+        record["stream"] = ask.stream
+        if ask.stream:
+            await self._stream(send, watch, dialect, ask, fault, completion, pieces, record)
+        else:
+            await self._whole(send, watch, dialect, ask, fault, completion, pieces, record)
+
+    async def _status(self, send: Send, fault: Fault, record: dict[str, Any]) -> None:
+        status = int(fault.number("status", 500))
+        headers: list[tuple[str, str]] = []
+        retry_after = fault.params.get("retryAfter")
+        if retry_after is not None:
+            headers.append(("retry-after", str(retry_after)))
+        record["status"] = status
+        await asgi.send_error(send, status, f"injected fault: status {status}", headers)
+
+    async def _whole(
+        self,
+        send: Send,
+        watch: ClientWatch,
+        dialect: Dialect,
+        ask: Ask,
+        fault: Fault | None,
+        completion: Completion,
+        pieces: list[str],
+        record: dict[str, Any],
+    ) -> None:
+        lat = self._latency
+        generation = lat.ttft_ms + lat.token_ms * max(0, len(pieces) - 1)
+        await watch.sleep(generation / 1000.0)
+        mode = fault.mode if fault else None
+        record["status"] = 200
+        if fault is not None and mode == "never-ending":
+            await asgi.start(send, 200, "application/json")
+            while True:
+                await asgi.body(send, b" ", more=True)
+                await watch.sleep(fault.number("interval", 0.05))
+        data = dialect.full(ask, completion)
+        if mode in ("malformed-json", "malformed-sse"):
+            data = b'{"choices": [{"text": "oops"' if mode == "malformed-json" else b"garbage\n"
+        elif mode == "invalid-utf8":
+            completion = Completion(_BAD, "stop", completion.prompt_tokens)
+            data = dialect.full(ask, completion).replace(_BAD.encode(), b"\xff\xfe\xfd")
+        if fault is not None and mode == "reset-mid-stream":
+            await asgi.start(send, 200, "application/json", [("content-length", str(len(data)))])
+            await asgi.body(send, data[: len(data) // 2], more=True)
+            self._abort()
+        await asgi.send_bytes(send, 200, data, "application/json")
+
+    async def _stream(
+        self,
+        send: Send,
+        watch: ClientWatch,
+        dialect: Dialect,
+        ask: Ask,
+        fault: Fault | None,
+        completion: Completion,
+        pieces: list[str],
+        record: dict[str, Any],
+    ) -> None:
+        mode = fault.mode if fault else None
+        headers = [("cache-control", "no-cache")]
+        await asgi.start(send, 200, dialect.media_type, headers)
+        record["status"] = 200
+        self._stats.streams_started += 1
+        ttft, gap = self._latency.ttft_ms / 1000.0, self._latency.token_ms / 1000.0
+        fast = mode in ("huge", "flood")
+        if mode == "malformed-sse":
+            await watch.sleep(ttft)
+            for line in (b"this is not server-sent events\n\n", b"event-ish: 42\nnope\n\n"):
+                await asgi.body(send, line, more=True)
+            await asgi.body(send, b"")
+            self._stats.streams_completed += 1
+            return
+        if fault is not None and mode == "never-ending":
+            await watch.sleep(ttft)
+            while True:
+                await asgi.body(send, dialect.chunk(ask, " tick"), more=True)
+                await watch.sleep(fault.number("interval", 0.05))
+        reset_after = int(fault.number("chunks", 2)) if fault is not None else -1
+        for i, piece in enumerate(pieces):
+            if mode == "reset-mid-stream" and i >= reset_after:
+                self._abort()
+            await watch.sleep(0 if fast else (ttft if i == 0 else gap))
+            await asgi.body(send, dialect.chunk(ask, piece), more=True)
+            if mode == "malformed-json":
+                await asgi.body(send, dialect.broken_chunk())
+                self._stats.streams_completed += 1
+                return
+            if mode == "invalid-utf8" and i == 0:
+                bad = dialect.chunk(ask, _BAD).replace(_BAD.encode(), b"\xff\xfe\xfd")
+                await asgi.body(send, bad, more=True)
+        if not pieces:
+            await watch.sleep(ttft)
+        if mode == "reset-mid-stream":
+            self._abort()
+        await asgi.body(send, dialect.finish(ask, completion))
+        self._stats.streams_completed += 1
