@@ -1,0 +1,73 @@
+-- scopecache for Neovim: starts the scopecache language server and shows
+-- its inline completions as ghost text.
+--
+--   require("scopecache").setup({
+--     cmd = { "scopecache", "serve" },
+--     settings = { endpoint = "https://127.0.0.1:8443/v1", model = "m" },
+--   })
+local config = require("scopecache.config")
+
+local M = {}
+
+--- The oldest Neovim this plugin runs on.
+M.MIN_VERSION = "0.8"
+
+local function builtin_available(opts)
+  return opts.builtin and vim.fn.has("nvim-0.12") == 1 and vim.lsp.inline_completion ~= nil
+end
+
+local function on_attach(opts)
+  return function(client, bufnr)
+    if client.name ~= require("scopecache.lsp").name then
+      return
+    end
+    if builtin_available(opts) then
+      vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
+      require("scopecache.keys").attach_builtin(bufnr, opts)
+    else
+      require("scopecache.ghost").attach(bufnr, opts)
+      require("scopecache.keys").attach_ghost(bufnr, opts)
+    end
+  end
+end
+
+--- Configures and starts scopecache. See :help scopecache-setup.
+---@param opts table|nil
+function M.setup(opts)
+  if vim.fn.has("nvim-" .. M.MIN_VERSION) ~= 1 then
+    vim.notify(
+      ("scopecache needs Neovim %s or newer (this is %s)"):format(M.MIN_VERSION, tostring(vim.version())),
+      vim.log.levels.ERROR
+    )
+    return false
+  end
+  local merged = config.merge(opts)
+  local problems = config.check(merged)
+  if #problems > 0 then
+    vim.notify("scopecache: " .. table.concat(problems, "; "), vim.log.levels.ERROR)
+    return false
+  end
+  config.options = merged
+  vim.api.nvim_set_hl(0, "ScopeCacheGhost", { link = "Comment", default = true })
+  require("scopecache.lsp").start(merged, on_attach(merged))
+  return true
+end
+
+--- Replaces the server settings and sends them to the running server.
+---@param settings table
+function M.update_settings(settings)
+  config.options.settings = settings
+  require("scopecache.lsp").update_settings(settings)
+end
+
+--- Calls callback(stats) with the server's scopecache/stats answer.
+function M.stats(callback)
+  require("scopecache.stats").fetch(callback)
+end
+
+--- Accepts the visible suggestion in the current buffer ("all", "word" or "line").
+function M.accept(kind)
+  return require("scopecache.ghost").accept(vim.api.nvim_get_current_buf(), kind, config.options)
+end
+
+return M

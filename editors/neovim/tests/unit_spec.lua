@@ -1,0 +1,152 @@
+-- Unit tests that need Neovim but no server: run with
+--   nvim --headless -u NONE -c "luafile tests/unit_spec.lua"   (from editors/neovim)
+-- or through tests/run.sh.
+local root = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h")
+vim.opt.runtimepath:prepend(root)
+package.path = root .. "/tests/?.lua;" .. package.path
+
+vim.o.showmode = false
+local t = require("harness")
+local ghost = require("scopecache.ghost")
+local stats = require("scopecache.stats")
+local config = require("scopecache.config")
+local health = require("scopecache.health")
+
+t.test("a word accept takes the next identifier with its leading space", function()
+  t.eq(" value", ghost.portion(" value = line", "word"))
+  t.eq('(":")', ghost.portion('(":") + x', "word"))
+  t.eq("    \n  ", ghost.portion("    \n  x", "word"))
+end)
+
+t.test("a line accept takes the rest of the current line only", function()
+  t.eq("return a", ghost.portion("return a\n    b", "line"))
+  t.eq("\n    b", ghost.portion("\n    b\nc", "line"))
+end)
+
+t.test("a suggestion whose range covers typed text shows only the rest", function()
+  local buf = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "x = line.part" })
+  local item = {
+    insertText = 'line.partition(":")',
+    range = { start = { line = 0, character = 4 }, ["end"] = { line = 0, character = 13 } },
+    command = { command = "scopecache.accepted", arguments = { "id-1" } },
+  }
+  local s = ghost.suggestion(buf, item, "utf-16", 0, 13)
+  t.eq('ition(":")', s.text)
+  t.eq("id-1", s.command.arguments[1])
+end)
+
+t.test("a suggestion that contradicts what was typed is not shown", function()
+  local buf = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "x = lime" })
+  local item = { insertText = "line.strip()", range = { start = { line = 0, character = 4 }, ["end"] = { line = 0, character = 8 } } }
+  t.eq(nil, ghost.suggestion(buf, item, "utf-16", 0, 8))
+end)
+
+t.test("utf-16 ranges are converted to byte columns", function()
+  local buf = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { 's = "é" + na' })
+  -- "é" is 1 UTF-16 unit but 2 bytes: character 10 is byte 11
+  local item = { insertText = "name", range = { start = { line = 0, character = 10 }, ["end"] = { line = 0, character = 12 } } }
+  t.eq("me", ghost.suggestion(buf, item, "utf-16", 0, 13).text)
+end)
+
+t.test("multi-line ghost text is drawn as virtual text plus virtual lines", function()
+  local buf = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "def f():" })
+  ghost.render(buf, { row = 0, col = 8, text = "\n    return 1\n" }, "Comment")
+  local marks = vim.api.nvim_buf_get_extmarks(buf, ghost.ns, 0, -1, { details = true })
+  t.eq(1, #marks)
+  t.eq("", marks[1][4].virt_text[1][1])
+  t.eq("    return 1", marks[1][4].virt_lines[1][1][1])
+  ghost.clear(buf)
+  t.eq(0, #vim.api.nvim_buf_get_extmarks(buf, ghost.ns, 0, -1, {}))
+end)
+
+t.test("the ghost namespace is called scopecache", function()
+  t.eq(ghost.ns, vim.api.nvim_get_namespaces().scopecache)
+end)
+
+t.test("stats are formatted with the hit ratio and every source", function()
+  local lines = stats.format({
+    requests = 4,
+    served = { exact = 1, typed = 1, inflight = 0, l2 = 0, upstream = 2, speculative = 0 },
+    upstreamRequests = 2,
+    upstreamErrors = 0,
+    cancelled = 1,
+    latencyMs = { p50 = 0.5, p95 = 30, p99 = 31 },
+    cache = { policy = "hybrid", capacity = 2048, size = 2 },
+    transport = { dnsLookups = 1, connectionsOpened = 1 },
+  })
+  local text = table.concat(lines, "\n")
+  t.truthy(text:find("hit ratio   50%% of 4 served"), text)
+  t.truthy(text:find("exact 1, typed 1, inflight 0, l2 0, upstream 2, speculative 0", 1, true), text)
+  t.truthy(text:find("p50 0.5 ms, p95 30.0 ms, p99 31.0 ms", 1, true), text)
+  t.truthy(text:find("hybrid, 2 of 2048 entries", 1, true), text)
+end)
+
+t.test("stats before the first suggestion show a dash", function()
+  t.truthy(stats.format({ served = {} })[2]:find("hit ratio   %- of 0 served"))
+end)
+
+t.test("bad plugin options are reported, defaults are valid", function()
+  t.eq({}, config.check(config.merge({})))
+  local problems = config.check(config.merge({ cmd = "scopecache serve", accept_key = 1 }))
+  t.eq(2, #problems)
+end)
+
+t.test("server settings are checked for URL and enumerations", function()
+  t.eq({}, config.check_settings({ endpoint = "https://127.0.0.1:8443/v1", cache = { policy = "arc" } }))
+  local problems = config.check_settings({ endpoint = "localhost", provider = "gpt", cache = { l2 = "disk" } })
+  t.eq(3, #problems)
+end)
+
+t.test("endpoint host and port are parsed for the reachability check", function()
+  t.eq({ "127.0.0.1", 8443 }, { health.host_port("https://127.0.0.1:8443/v1") })
+  t.eq({ "example.org", 443 }, { health.host_port("https://example.org/v1") })
+  t.eq({ "::1", 80 }, { health.host_port("http://[::1]/v1") })
+end)
+
+t.test("a closed port is reported as unreachable", function()
+  local server = vim.loop.new_tcp()
+  server:bind("127.0.0.1", 0)
+  local port = server:getsockname().port
+  server:close() -- nothing listens there now
+  t.eq(false, (health.reachable("127.0.0.1", port, 2000)))
+end)
+
+t.test("the accept key keeps its meaning when no suggestion is visible", function()
+  vim.cmd("enew")
+  local buf = vim.api.nvim_get_current_buf()
+  vim.bo[buf].expandtab = false
+  require("scopecache.keys").attach_ghost(buf, config.merge({}))
+  t.feed("ix", "nt")
+  t.feed("<Tab>", "mt")
+  t.feed("y<Esc>", "nt")
+  t.eq({ "x\ty" }, vim.api.nvim_buf_get_lines(buf, 0, -1, false))
+end)
+
+t.test("the accept key inserts the visible suggestion", function()
+  vim.cmd("enew")
+  local buf = vim.api.nvim_get_current_buf()
+  local opts = config.merge({})
+  require("scopecache.keys").attach_ghost(buf, opts)
+  t.feed("ireturn ", "nt")
+  t.wait_for("insert mode", function()
+    return vim.api.nvim_get_mode().mode == "i"
+  end)
+  ghost.show(buf, ghost.suggestion(buf, { insertText = "a + b" }, "utf-16", 0, 7), opts)
+  t.feed("<M-Right>", "mt")
+  t.wait_for("word accepted", function()
+    return vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == "return a"
+  end, 2000)
+  t.eq(" + b", ghost.current(buf).text)
+  t.feed("<Tab>", "mt")
+  t.wait_for("rest accepted", function()
+    return vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == "return a + b"
+  end, 2000)
+  t.eq(nil, ghost.current(buf))
+  t.feed("<Esc>", "nt")
+end)
+
+t.run()
