@@ -1,0 +1,59 @@
+"""DNS prefetch against a real DNS server (dnsmasq) and the reference service by name."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from tests.support import dnsmasq
+from tests.support.dnsmasq import Dnsmasq
+from tests.support.reference import ReferenceService
+from transport.backend import CompletionRequest
+from transport.http import HttpCompletionBackend
+from transport.options import EndpointOptions
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not dnsmasq.available(), reason="dnsmasq is not installed"),
+]
+
+TTL = 5
+NAME = "completions.test"
+
+
+async def test_prefetched_name_needs_no_query_until_the_ttl_nears_expiry(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    with Dnsmasq({NAME: "127.0.0.1"}, ttl=TTL) as server:
+        options = EndpointOptions(
+            endpoint=f"https://{NAME}:{svc.port}/v1",
+            ca_file=str(svc.ca_file),
+            nameservers=(server.nameserver,),
+            keep_warm_seconds=0,
+        )
+        backend = HttpCompletionBackend(options)
+        before = server.queries(NAME)
+        connections = svc.stats()["connections"]
+        try:
+            await backend.start()
+            assert server.queries(NAME) - before == 2  # A and AAAA, once
+            request = CompletionRequest(prefix="def ", suffix="")
+            for _ in range(20):
+                assert "".join([c async for c in backend.stream(request)])
+            assert server.queries(NAME) - before == 2  # no query on the request path
+            assert backend.counters().dns_lookups == 2
+            # TLS name checks and SNI used the name; the socket went to the pinned IP.
+            assert svc.stats()["connections"] == connections + 1
+            assert backend.counters().connections_opened == 1
+
+            deadline = time.monotonic() + TTL * 3
+            while server.queries(NAME) - before < 4 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert server.queries(NAME) - before == 4  # one refresh ahead of expiry
+            assert backend.counters().dns_lookups == 4
+            assert "".join([c async for c in backend.stream(request)])
+        finally:
+            await backend.aclose()
