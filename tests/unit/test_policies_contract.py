@@ -180,7 +180,7 @@ def test_none_policy_stores_nothing_and_always_misses() -> None:
 @pytest.mark.parametrize("name", ["none", "lru", "lfu", "arc", "lruk", "hybrid"])
 def test_make_policy_builds_every_named_policy(name: str) -> None:
     cache = make_policy(name, 8)
-    assert getattr(cache, "policy_name") == name
+    assert cache.policy_name == name
     cache["k"] = "v"
     assert len(cache) == (0 if name == "none" else 1)
 
