@@ -373,3 +373,276 @@ def test_service_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# -- faults ------------------------------------------------------------------
+
+
+def post(svc: ReferenceService, client: httpx.Client, body: dict[str, Any]) -> httpx.Response:
+    return client.post(svc.url + "/completions", json={"prompt": PROMPT, **body})
+
+
+def test_status_fault_answers_the_status_with_retry_after_then_recovers(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    svc.set_fault("status", count=2, status=429, retryAfter=3)
+    with svc.client() as client:
+        limited = [post(svc, client, {}) for _ in range(2)]
+        healthy = post(svc, client, {})
+    assert [r.status_code for r in limited] == [429, 429]
+    assert limited[0].headers["retry-after"] == "3"
+    assert "error" in limited[0].json()
+    assert healthy.status_code == 200
+    stats = svc.stats()
+    assert stats["faultsApplied"] == 2 and stats["requests"]["total"] == 3
+
+
+def test_fault_with_count_minus_one_lasts_until_cleared(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    svc.set_fault("status", count=-1, status=500)
+    with svc.client() as client:
+        assert [post(svc, client, {}).status_code for _ in range(4)] == [500] * 4
+        svc.clear_faults()
+        assert post(svc, client, {}).status_code == 200
+
+
+def test_unknown_fault_mode_is_refused(shared_reference_service: ReferenceService) -> None:
+    with pytest.raises(Exception, match="unknown fault mode"):
+        shared_reference_service.set_fault("gremlins")
+
+
+def test_malformed_json_fault_spoils_body_and_stream(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    svc.set_fault("malformed-json", count=2)
+    with svc.client() as client:
+        whole = post(svc, client, {})
+        with client.stream("POST", svc.url + "/completions",
+                           json={"prompt": PROMPT, "stream": True}) as response:
+            lines = [line for line in response.iter_lines() if line]
+    assert whole.status_code == 200
+    with pytest.raises(json.JSONDecodeError):
+        whole.json()
+    assert lines[-1].startswith("data: ")
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(lines[-1][len("data: "):])
+    assert "data: [DONE]" not in lines
+
+
+def test_malformed_sse_fault_sends_lines_without_data(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    svc.set_fault("malformed-sse")
+    with svc.client() as client:
+        with client.stream("POST", svc.url + "/completions",
+                           json={"prompt": PROMPT, "stream": True}) as response:
+            lines = [line for line in response.iter_lines() if line]
+    assert lines and not any(line.startswith("data:") for line in lines)
+
+
+def test_never_ending_stream_runs_until_the_client_leaves(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    svc.set_fault("never-ending", interval=0.005)
+    seen = 0
+    with svc.client(http2=False) as client:
+        with client.stream("POST", svc.url + "/completions",
+                           json={"prompt": PROMPT, "stream": True}) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    assert json.loads(line[6:])["choices"][0]["text"]
+                    seen += 1
+                if seen == 20:  # far more than the real completion has tokens
+                    break
+    assert seen == 20
+    assert wait_for(svc, "streamsCancelled", 1)["streamsCancelled"] == 1
+
+
+def test_slow_headers_fault_trips_a_client_read_timeout(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    svc.set_fault("slow-headers", delay=30)
+    with svc.client(timeout=httpx.Timeout(10.0, read=0.2)) as client:
+        with pytest.raises(httpx.ReadTimeout):
+            post(svc, client, {})
+        assert post(svc, client, {}).status_code == 200
+
+
+@pytest.mark.parametrize("http2", [True, False])
+def test_reset_fault_breaks_the_connection_before_any_header(
+    shared_reference_service: ReferenceService, http2: bool
+) -> None:
+    svc = shared_reference_service
+    svc.set_fault("reset")
+    with svc.client(http2=http2) as client:
+        with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
+            post(svc, client, {})
+        assert post(svc, client, {}).status_code == 200  # on a fresh connection
+    stats = svc.stats()
+    assert stats["streamsAborted"] == 1
+    assert stats["completionConnections"] == 2
+    assert "Traceback" not in svc.log()
+
+
+def test_reset_mid_stream_fault_breaks_after_some_chunks(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    svc.set_fault("reset-mid-stream", chunks=2)
+    chunks: list[str] = []
+    with svc.client() as client:
+        with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
+            with client.stream("POST", svc.url + "/completions",
+                               json={"prompt": BLOCK, "stream": True}) as response:
+                for line in response.iter_lines():
+                    if line.startswith("data: "):
+                        chunks.append(line)
+    assert len(chunks) == 2
+    stats = svc.stats()
+    assert stats["streamsAborted"] == 1 and stats["streamsCompleted"] == 0
+
+
+def test_huge_fault_sends_a_suggestion_of_the_asked_size(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    svc.set_fault("huge", count=2, size=300_000)
+    with svc.client() as client:
+        whole = post(svc, client, {})
+        with client.stream("POST", svc.url + "/completions",
+                           json={"prompt": PROMPT, "stream": True}) as response:
+            events = sse_events(response.iter_lines())
+    assert len(whole.json()["choices"][0]["text"]) == 300_000
+    assert sum(len(e["choices"][0]["text"]) for e in events[:-1]) == 300_000
+
+
+def test_invalid_utf8_fault_puts_undecodable_bytes_in_the_stream(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    svc.set_fault("invalid-utf8")
+    with svc.client() as client:
+        with client.stream("POST", svc.url + "/completions",
+                           json={"prompt": PROMPT, "stream": True}) as response:
+            raw = b"".join(response.iter_raw())
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("utf-8")
+    assert raw.endswith(b"data: [DONE]\n\n")
+
+
+def test_flood_fault_streams_many_megabytes(shared_reference_service: ReferenceService) -> None:
+    svc = shared_reference_service
+    svc.set_fault("flood", size=4_000_000)
+    total = 0
+    with svc.client() as client:
+        with client.stream("POST", svc.url + "/completions",
+                           json={"prompt": PROMPT, "stream": True}) as response:
+            events = sse_events(response.iter_lines())
+    total = sum(len(e["choices"][0]["text"]) for e in events[:-1])
+    assert total == 4_000_000
+    assert events[-1] == "[DONE]"
+
+
+# -- auth --------------------------------------------------------------------
+
+
+def test_static_key_is_required_when_configured() -> None:
+    secret = "static-key-for-test-0001"
+    with ReferenceService(require_key_env="REF_TEST_KEY", env={"REF_TEST_KEY": secret},
+                          log_level="DEBUG") as svc, svc.client() as client:
+        missing = post(svc, client, {})
+        wrong = client.post(svc.url + "/completions", json={"prompt": PROMPT},
+                            headers={"Authorization": "Bearer nope"})
+        right = client.post(svc.url + "/completions", json={"prompt": PROMPT},
+                            headers={"Authorization": f"Bearer {secret}"})
+        stats = svc.stats()
+        log = svc.log()
+    assert (missing.status_code, wrong.status_code, right.status_code) == (401, 401, 200)
+    assert missing.headers["www-authenticate"] == "Bearer"
+    assert stats["authFailures"] == 2
+    assert secret not in log
+
+
+def fetch_token(svc: ReferenceService, client: httpx.Client, **form: str) -> httpx.Response:
+    data = {"grant_type": "client_credentials", "client_id": "editor",
+            "client_secret": "s3cret", "scope": "completions", **form}
+    return client.post(svc.token_url, data=data)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_token_mode_issues_short_lived_tokens_that_completions_require(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    svc.enable_tokens("editor", "s3cret", lifetime=0.5)
+    with svc.client() as client:
+        assert post(svc, client, {}).status_code == 401
+        answer = fetch_token(svc, client).json()
+        assert answer["token_type"] == "Bearer" and answer["expires_in"] == 0.5
+        token = answer["access_token"]
+        ok = client.post(svc.url + "/completions", json={"prompt": PROMPT}, headers=bearer(token))
+        time.sleep(0.6)  # outlive the token
+        expired = client.post(svc.url + "/completions", json={"prompt": PROMPT},
+                              headers=bearer(token))
+    assert ok.status_code == 200
+    assert expired.status_code == 401
+    stats = svc.stats()
+    assert stats["tokenRequests"] == 1 and stats["authFailures"] == 2
+
+
+def test_token_endpoint_checks_credentials_and_grant(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    svc.enable_tokens("editor", "s3cret", lifetime=60)
+    with svc.client() as client:
+        wrong_secret = fetch_token(svc, client, client_secret="guess")
+        wrong_grant = fetch_token(svc, client, grant_type="password")
+        basic = client.post(svc.token_url, data={"grant_type": "client_credentials"},
+                            auth=("editor", "s3cret"))
+    assert wrong_secret.status_code == 401 and wrong_secret.json()["error"] == "invalid_client"
+    assert wrong_grant.status_code == 400
+    assert basic.status_code == 200 and basic.json()["access_token"]
+    assert svc.stats()["tokenRequests"] == 3
+
+
+def test_revoked_tokens_are_refused(shared_reference_service: ReferenceService) -> None:
+    svc = shared_reference_service
+    svc.enable_tokens("editor", "s3cret", lifetime=60)
+    with svc.client() as client:
+        token = fetch_token(svc, client).json()["access_token"]
+        headers = bearer(token)
+        before = client.post(svc.url + "/completions", json={"prompt": PROMPT}, headers=headers)
+        assert svc.revoke_tokens() == 1
+        after = client.post(svc.url + "/completions", json={"prompt": PROMPT}, headers=headers)
+        fresh = fetch_token(svc, client).json()["access_token"]
+        again = client.post(svc.url + "/completions", json={"prompt": PROMPT},
+                            headers=bearer(fresh))
+    assert (before.status_code, after.status_code, again.status_code) == (200, 401, 200)
+
+
+def test_token_endpoint_faults(shared_reference_service: ReferenceService) -> None:
+    svc = shared_reference_service
+    svc.enable_tokens("editor", "s3cret", lifetime=60)
+    svc.set_fault("status", status=503, retryAfter=1, target="token")
+    svc.set_fault("malformed-json", target="token")
+    with svc.client() as client:
+        down = fetch_token(svc, client)
+        garbage = fetch_token(svc, client)
+        back = fetch_token(svc, client)
+        completion = post(svc, client, {})  # completion faults are separate
+    assert down.status_code == 503 and down.headers["retry-after"] == "1"
+    with pytest.raises(json.JSONDecodeError):
+        garbage.json()
+    assert back.status_code == 200
+    assert completion.status_code == 401

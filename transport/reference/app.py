@@ -116,8 +116,13 @@ class ReferenceApp:
         if fault is not None:
             self.stats.faults_applied += 1
             record["fault"] = fault.mode
+        client = scope.get("client")
         responder = Responder(
-            self.engine, self.stats, self.latency, lambda: self.registry.abort(scope["client"])
+            self.engine,
+            self.stats,
+            self.latency,
+            abort=lambda: self.registry.abort(client),
+            cut=lambda: self.registry.cut(client),
         )
         async with ClientWatch(receive) as watch:
             await responder.respond(send, watch, dialect, ask, fault, record)

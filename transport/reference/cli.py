@@ -135,6 +135,9 @@ def run(args: argparse.Namespace) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # hpack and h2 log decoded headers at DEBUG, Authorization included.
+    for noisy in ("hpack", "h2", "h11"):
+        logging.getLogger(noisy).setLevel(max(logging.INFO, logging.getLogger().level))
     try:
         return asyncio.run(serve(args))
     except KeyboardInterrupt:

@@ -16,15 +16,19 @@ Modes and their parameters:
 ``slow-headers``   wait ``delay`` seconds (default 5) before answering normally
 ``reset``          abort the TCP connection before any response header (the
                    client sees a reset / remote-protocol error, never a 500)
-``reset-mid-stream`` send ``chunks`` chunks (default 2), then abort the
-                   connection
+``reset-mid-stream`` send ``chunks`` chunks (default 2), then close the
+                   connection in the middle of the response
 ``huge``           a suggestion of ``size`` bytes (default 1 MB)
 ``invalid-utf8``   a chunk (or body) containing bytes that are not UTF-8
 ``flood``          ``size`` bytes (default 16 MB) of valid chunks, fast
 =================  ===========================================================
 
-A reset aborts the whole TCP connection (other HTTP/2 streams on it break
-too): it is what a crashed or restarted upstream looks like to a client.
+Both resets end the whole TCP connection (other HTTP/2 streams on it break
+too), which is what a crashed or restarted upstream looks like to a client.
+``reset`` sends a TCP RST before any response byte (httpx raises
+``RemoteProtocolError``/``ReadError``, never sees a status); ``reset-mid-stream``
+first lets the chunks already written reach the client, then closes (a RST
+could overtake them), so the client sees a response that stops short.
 """
 
 from __future__ import annotations

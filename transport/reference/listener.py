@@ -32,12 +32,14 @@ logger = logging.getLogger(__name__)
 
 Peer = tuple[str, int]
 _LINGER_RESET = struct.pack("ii", 1, 0)
+_FLUSH_TURNS = 20
+_FLUSH_PAUSE = 0.005
 
 
 @dataclass
 class _Connection:
     ident: int
-    transport: asyncio.BaseTransport
+    transport: asyncio.WriteTransport
 
 
 class ConnectionRegistry:
@@ -48,7 +50,7 @@ class ConnectionRegistry:
         self._open: dict[Peer, _Connection] = {}
         self._next_id = 0
 
-    def opened(self, peer: Peer, transport: asyncio.BaseTransport) -> int:
+    def opened(self, peer: Peer, transport: asyncio.WriteTransport) -> int:
         """Record a newly accepted connection; returns its id."""
         self._next_id += 1
         self._open[peer] = _Connection(self._next_id, transport)
@@ -67,18 +69,36 @@ class ConnectionRegistry:
         return conn.ident if conn else 0
 
     def abort(self, peer: Any) -> bool:
-        """Drop the connection without a goodbye (the client sees a reset)."""
+        """Drop the connection with a TCP RST: the client sees a reset."""
+        conn = self._open.get(_peer(peer))
+        if conn is None:
+            return False
+        sock = conn.transport.get_extra_info("socket")
+        if sock is not None:
+            # SO_LINGER 0 makes close send RST instead of FIN.
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
+        conn.transport.abort()
+        return True
+
+    async def cut(self, peer: Any) -> bool:
+        """Close the connection mid-response, after what was written has left.
+
+        A RST could overtake data still in flight and the client would lose
+        the chunks it was sent; a FIN after a flush delivers them, then the
+        client sees the connection end in the middle of a response.
+        """
         conn = self._open.get(_peer(peer))
         if conn is None:
             return False
         transport = conn.transport
-        if isinstance(transport, asyncio.WriteTransport | asyncio.Transport):
-            sock = transport.get_extra_info("socket")
-            if sock is not None:
-                # SO_LINGER 0 makes close send RST instead of FIN.
-                with contextlib.suppress(OSError):
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
-            transport.abort()
+        # hypercorn hands data to the transport from its own send task: give
+        # it a few turns of the loop, then wait for the socket buffer to drain.
+        for turn in range(_FLUSH_TURNS):
+            await asyncio.sleep(_FLUSH_PAUSE)
+            if turn >= 2 and transport.get_write_buffer_size() == 0:
+                break
+        transport.close()
         return True
 
 

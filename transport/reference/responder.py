@@ -11,7 +11,7 @@ Fault modes are documented in ``transport.reference.faults``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,15 +57,24 @@ class Responder:
         stats: ServiceStats,
         latency: Latency,
         abort: Callable[[], bool],
+        cut: Callable[[], Awaitable[bool]],
     ) -> None:
         self._engine = engine
         self._stats = stats
         self._latency = latency
         self._abort_connection = abort
+        self._cut_connection = cut
 
     def _abort(self) -> None:
+        """Reset the connection before any response byte."""
         self._stats.streams_aborted += 1
         self._abort_connection()
+        raise Aborted
+
+    async def _cut(self) -> None:
+        """End the connection in the middle of a response."""
+        self._stats.streams_aborted += 1
+        await self._cut_connection()
         raise Aborted
 
     def _complete(self, ask: Ask, fault: Fault | None) -> tuple[Completion, list[str]]:
@@ -168,7 +177,7 @@ class Responder:
         if fault is not None and mode == "reset-mid-stream":
             await asgi.start(send, 200, "application/json", [("content-length", str(len(data)))])
             await asgi.body(send, data[: len(data) // 2], more=True)
-            self._abort()
+            await self._cut()
         await asgi.send_bytes(send, 200, data, "application/json")
 
     async def _stream(
@@ -204,7 +213,7 @@ class Responder:
         reset_after = int(fault.number("chunks", 2)) if fault is not None else -1
         for i, piece in enumerate(pieces):
             if mode == "reset-mid-stream" and i >= reset_after:
-                self._abort()
+                await self._cut()
             await watch.sleep(0 if fast else (ttft if i == 0 else gap))
             await asgi.body(send, dialect.chunk(ask, piece), more=True)
             if mode == "malformed-json":
@@ -217,6 +226,6 @@ class Responder:
         if not pieces:
             await watch.sleep(ttft)
         if mode == "reset-mid-stream":
-            self._abort()
+            await self._cut()
         await asgi.body(send, dialect.finish(ask, completion))
         self._stats.streams_completed += 1
