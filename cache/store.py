@@ -72,21 +72,20 @@ class CompletionStore:
 
     def lookup(self, key: ScopeKey, anchor: LineAnchor, line_prefix: str) -> Hit | None:
         """The exact entry (verified), else a typed-through continuation, else None."""
-        entry = self._policy.get(key)
+        entry = self._read(key)
         if entry is not None:
             if entry.anchor == anchor and entry.line_prefix == line_prefix and entry.text:
                 self.exact_hits += 1
                 return Hit(entry, entry.text, "exact")
             self.rejections += 1
             logger.debug("rejected exact entry for %r: context differs", key)
-        found = self._index.lookup(anchor, line_prefix)
-        if found is not None:
+        while (found := self._index.lookup(anchor, line_prefix)) is not None:
             served, rest = found
-            parent = self._registered.get(served.key)
-            if parent is not None:
-                self._policy.get(served.key)  # a use: tell the policy
-            self.typed_hits += 1
-            return Hit(served, rest, "typed")
+            # a use of the answer (tells the policy), and proof it is still held
+            if self._read(served.key) is self._registered.get(served.key, [None])[0]:
+                self.typed_hits += 1
+                return Hit(served, rest, "typed")
+            self._unregister(served.key)  # expired or replaced behind our back
         self.misses += 1
         return None
 
@@ -168,6 +167,12 @@ class CompletionStore:
         return out
 
     # -- internals -------------------------------------------------------------------
+
+    def _read(self, key: ScopeKey) -> CachedCompletion | None:
+        # ``get`` counts as a use; an expired entry reads as absent and the policy
+        # reports it (and the store unregisters it) when it drops it
+        entry: CachedCompletion | None = self._policy.get(key)
+        return entry
 
     def _store(self, entry: CachedCompletion) -> bool:
         key = entry.key
