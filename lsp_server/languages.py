@@ -69,6 +69,8 @@ class LanguageSpec:
     block_types: frozenset[str] = frozenset()
     #: text a block-opening line ends with (``:`` in Python, ``{`` in C-likes)
     block_opener: str = ":"
+    #: first words of a block header, to judge an opener inside an ``ERROR`` node
+    block_keywords: frozenset[str] = frozenset()
     #: scopes end where indentation drops (Python), not at a closing token
     indent_scoped: bool = False
     aliases: tuple[str, ...] = ()
@@ -130,6 +132,9 @@ PYTHON = LanguageSpec(
     scope_types=PYTHON_SCOPES,
     block_types=PYTHON_BLOCKS,
     block_opener=":",
+    block_keywords=frozenset(
+        "def class if elif else for while with try except finally match case async".split()
+    ),
     indent_scoped=True,
     aliases=("py", "python3"),
     extensions=("py", "pyi", "pyw"),

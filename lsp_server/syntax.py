@@ -213,18 +213,24 @@ def _block_opener(
     if anchor is None or not _opener_place(anchor, line_start, line_suffix, at_line_start):
         return False
     leaf = path[-1]
+    header_start = buf.line_start(buf.line_of(leaf.start_byte))
     if leaf.type == "comment":
         # "if x:  # why" still opens a block: look before the comment on its line
-        start = leaf.start_byte
-        head = buf.data[buf.line_start(buf.line_of(start)) : start].rstrip()
+        head = buf.data[header_start : leaf.start_byte].rstrip()
         if not head:
             return False
-        path = _path_to(tree, start - (start - buf.line_start(buf.line_of(start))) + len(head) - 1)
+        path = _path_to(tree, header_start + len(head) - 1)
         leaf = path[-1]
     if leaf.type != spec.block_opener or leaf.is_named or len(path) < 2:
         return False
     parent = path[-2].type
-    return not spec.block_types or parent in spec.block_types or parent == _ERROR
+    if not spec.block_types or parent in spec.block_types:
+        return True
+    if parent != _ERROR:
+        return False
+    # incomplete code: trust the colon only on a line that starts like a block header
+    words = decode_text(buf.data[header_start : leaf.start_byte]).split(maxsplit=1)
+    return bool(words) and words[0].rstrip(":") in spec.block_keywords
 
 
 def _text_opener(
