@@ -23,15 +23,23 @@ from typing import Any
 
 from transport.reference import asgi
 from transport.reference.asgi import ClientGone, ClientWatch, Receive, Scope, Send
-from transport.reference.dialects import DIALECTS, MODEL, BadRequest, Dialect
+from transport.reference.dialects import MODEL, BadRequest, Dialect, OpenAIChat, OpenAICompletions
 from transport.reference.engine import CorpusEngine
 from transport.reference.faults import Fault, FaultError, FaultPlan
 from transport.reference.listener import ConnectionRegistry
+from transport.reference.local_dialects import LlamaInfill, OllamaGenerate
 from transport.reference.responder import Latency, Responder
 from transport.reference.stats import ServiceStats
 from transport.reference.tokens import TokenAuthority, TokenClient
 
 logger = logging.getLogger(__name__)
+
+#: route path -> dialect; the un-versioned OpenAI paths are accepted too
+DIALECTS: dict[str, Dialect] = {
+    d.endpoint: d for d in (OpenAICompletions(), OpenAIChat(), LlamaInfill(), OllamaGenerate())
+}
+DIALECTS["/completions"] = DIALECTS["/v1/completions"]
+DIALECTS["/chat/completions"] = DIALECTS["/v1/chat/completions"]
 
 
 class ReferenceApp:

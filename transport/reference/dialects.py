@@ -1,8 +1,10 @@
 """The request and response shapes of the APIs the reference service speaks.
 
-Each ``Dialect`` turns a JSON request body into an ``Ask`` (what to complete)
-and renders the engine's answer: a whole response body, one stream chunk per
-token, and the stream's closing bytes. OpenAI completions and chat use SSE
+This module holds the common part and the OpenAI shapes; llama.cpp and
+Ollama live in ``local_dialects``. Each ``Dialect`` turns a JSON request
+body into an ``Ask`` (what to complete) and renders the engine's answer:
+a whole response body, one stream chunk per token, and the stream's
+closing bytes. OpenAI completions and chat use SSE
 (``data: {...}`` then ``data: [DONE]``), llama.cpp ``/infill`` uses SSE with
 ``"stop": true`` on the last chunk, Ollama ``/api/generate`` uses NDJSON.
 """
@@ -38,11 +40,13 @@ class Ask:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _dumps(obj: Any) -> bytes:
+def dumps(obj: Any) -> bytes:
+    """Compact JSON bytes."""
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
-def _stop(value: Any) -> tuple[str, ...]:
+def parse_stop(value: Any) -> tuple[str, ...]:
+    """A ``stop`` field as a tuple; raises ``BadRequest``."""
     if value is None:
         return ()
     if isinstance(value, str):
@@ -52,7 +56,8 @@ def _stop(value: Any) -> tuple[str, ...]:
     raise BadRequest("stop must be a string or a list of strings")
 
 
-def _int_or_none(value: Any, name: str) -> int | None:
+def optional_int(value: Any, name: str) -> int | None:
+    """An optional integer field; raises ``BadRequest``."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
@@ -60,7 +65,8 @@ def _int_or_none(value: Any, name: str) -> int | None:
     return value
 
 
-def _multiline(body: dict[str, Any]) -> bool | None:
+def multiline_hint(body: dict[str, Any]) -> bool | None:
+    """The non-standard ``multiline`` field, when it is a boolean."""
     value = body.get("multiline")
     return value if isinstance(value, bool) else None
 
@@ -118,10 +124,10 @@ class OpenAICompletions(Dialect):
         return Ask(
             prefix=prompt,
             suffix=suffix,
-            max_tokens=_int_or_none(body.get("max_tokens"), "max_tokens"),
-            stop=_stop(body.get("stop")),
+            max_tokens=optional_int(body.get("max_tokens"), "max_tokens"),
+            stop=parse_stop(body.get("stop")),
             stream=bool(body.get("stream", False)),
-            multiline=_multiline(body),
+            multiline=multiline_hint(body),
             model=str(body.get("model") or MODEL),
             include_usage=bool(isinstance(options, dict) and options.get("include_usage")),
         )
@@ -139,21 +145,21 @@ class OpenAICompletions(Dialect):
         """See ``Dialect.full``."""
         choice = {"text": completion.text, "index": 0, "logprobs": None,
                   "finish_reason": completion.finish_reason}
-        return _dumps({**self._envelope(ask, choice), "usage": self.usage(completion)})
+        return dumps({**self._envelope(ask, choice), "usage": self.usage(completion)})
 
     def chunk(self, ask: Ask, delta: str) -> bytes:
         """See ``Dialect.chunk``."""
         choice = {"text": delta, "index": 0, "logprobs": None, "finish_reason": None}
-        return b"data: " + _dumps(self._envelope(ask, choice)) + b"\n\n"
+        return b"data: " + dumps(self._envelope(ask, choice)) + b"\n\n"
 
     def finish(self, ask: Ask, completion: Completion) -> bytes:
         """See ``Dialect.finish``."""
         choice = {"text": "", "index": 0, "logprobs": None,
                   "finish_reason": completion.finish_reason}
-        out = b"data: " + _dumps(self._envelope(ask, choice)) + b"\n\n"
+        out = b"data: " + dumps(self._envelope(ask, choice)) + b"\n\n"
         if ask.include_usage:
             tail = {**self._envelope(ask, {}), "choices": [], "usage": self.usage(completion)}
-            out += b"data: " + _dumps(tail) + b"\n\n"
+            out += b"data: " + dumps(tail) + b"\n\n"
         return out + b"data: [DONE]\n\n"
 
 
@@ -188,131 +194,18 @@ class OpenAIChat(OpenAICompletions):
         """See ``Dialect.full``."""
         choice = {"index": 0, "message": {"role": "assistant", "content": completion.text},
                   "finish_reason": completion.finish_reason}
-        return _dumps({**self._envelope(ask, choice), "usage": self.usage(completion)})
+        return dumps({**self._envelope(ask, choice), "usage": self.usage(completion)})
 
     def chunk(self, ask: Ask, delta: str) -> bytes:
         """See ``Dialect.chunk``."""
         choice = {"index": 0, "delta": {"content": delta}, "finish_reason": None}
-        return b"data: " + _dumps(self._envelope(ask, choice)) + b"\n\n"
+        return b"data: " + dumps(self._envelope(ask, choice)) + b"\n\n"
 
     def finish(self, ask: Ask, completion: Completion) -> bytes:
         """See ``Dialect.finish``."""
         choice = {"index": 0, "delta": {}, "finish_reason": completion.finish_reason}
-        out = b"data: " + _dumps(self._envelope(ask, choice)) + b"\n\n"
+        out = b"data: " + dumps(self._envelope(ask, choice)) + b"\n\n"
         if ask.include_usage:
             tail = {**self._envelope(ask, {}), "usage": self.usage(completion)}
-            out += b"data: " + _dumps(tail) + b"\n\n"
+            out += b"data: " + dumps(tail) + b"\n\n"
         return out + b"data: [DONE]\n\n"
-
-
-class LlamaInfill(Dialect):
-    """``POST /infill`` (llama.cpp server)."""
-
-    endpoint = "/infill"
-
-    def parse(self, body: dict[str, Any]) -> Ask:
-        """See ``Dialect.parse``."""
-        prefix = body.get("input_prefix", "")
-        suffix = body.get("input_suffix", "")
-        extra = body.get("prompt", "")
-        if not all(isinstance(v, str) for v in (prefix, suffix, extra)):
-            raise BadRequest("input_prefix, input_suffix and prompt must be strings")
-        n_predict = _int_or_none(body.get("n_predict"), "n_predict")
-        return Ask(
-            prefix=prefix + extra,
-            suffix=suffix,
-            max_tokens=None if n_predict is None or n_predict < 0 else n_predict,
-            stop=_stop(body.get("stop")),
-            stream=bool(body.get("stream", False)),
-            multiline=_multiline(body),
-        )
-
-    def _final(self, completion: Completion, content: str) -> dict[str, Any]:
-        return {
-            "content": content,
-            "stop": True,
-            "tokens_predicted": completion.completion_tokens,
-            "tokens_evaluated": completion.prompt_tokens,
-            "stopped_limit": completion.finish_reason == "length",
-        }
-
-    def full(self, ask: Ask, completion: Completion) -> bytes:
-        """See ``Dialect.full``."""
-        return _dumps(self._final(completion, completion.text))
-
-    def chunk(self, ask: Ask, delta: str) -> bytes:
-        """See ``Dialect.chunk``."""
-        return b"data: " + _dumps({"content": delta, "stop": False}) + b"\n\n"
-
-    def finish(self, ask: Ask, completion: Completion) -> bytes:
-        """See ``Dialect.finish``."""
-        return b"data: " + _dumps(self._final(completion, "")) + b"\n\n"
-
-    def broken_chunk(self) -> bytes:
-        """See ``Dialect.broken_chunk``."""
-        return b'data: {"content": "oops\n\n'
-
-
-class OllamaGenerate(Dialect):
-    """``POST /api/generate`` (Ollama): NDJSON, streaming by default."""
-
-    endpoint = "/api/generate"
-    media_type = "application/x-ndjson"
-
-    def parse(self, body: dict[str, Any]) -> Ask:
-        """See ``Dialect.parse``."""
-        prompt = body.get("prompt", "")
-        suffix = body.get("suffix") or ""
-        if not isinstance(prompt, str) or not isinstance(suffix, str):
-            raise BadRequest("prompt and suffix must be strings")
-        options = body.get("options") or {}
-        if not isinstance(options, dict):
-            raise BadRequest("options must be an object")
-        num_predict = _int_or_none(options.get("num_predict"), "options.num_predict")
-        return Ask(
-            prefix=prompt,
-            suffix=suffix,
-            max_tokens=None if num_predict is None or num_predict < 0 else num_predict,
-            stop=_stop(options.get("stop")),
-            stream=bool(body.get("stream", True)),
-            multiline=_multiline(body),
-            model=str(body.get("model") or MODEL),
-        )
-
-    def _line(self, ask: Ask, **fields: Any) -> bytes:
-        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        return _dumps({"model": ask.model, "created_at": created, **fields}) + b"\n"
-
-    def _done(self, ask: Ask, completion: Completion, response: str) -> bytes:
-        return self._line(
-            ask,
-            response=response,
-            done=True,
-            done_reason="length" if completion.finish_reason == "length" else "stop",
-            prompt_eval_count=completion.prompt_tokens,
-            eval_count=completion.completion_tokens,
-        )
-
-    def full(self, ask: Ask, completion: Completion) -> bytes:
-        """See ``Dialect.full``."""
-        return self._done(ask, completion, completion.text)
-
-    def chunk(self, ask: Ask, delta: str) -> bytes:
-        """See ``Dialect.chunk``."""
-        return self._line(ask, response=delta, done=False)
-
-    def finish(self, ask: Ask, completion: Completion) -> bytes:
-        """See ``Dialect.finish``."""
-        return self._done(ask, completion, "")
-
-    def broken_chunk(self) -> bytes:
-        """See ``Dialect.broken_chunk``."""
-        return b'{"response": "oops\n'
-
-
-#: route path -> dialect; the un-versioned OpenAI paths are accepted too
-DIALECTS: dict[str, Dialect] = {}
-for _dialect in (OpenAICompletions(), OpenAIChat(), LlamaInfill(), OllamaGenerate()):
-    DIALECTS[_dialect.endpoint] = _dialect
-DIALECTS["/completions"] = DIALECTS["/v1/completions"]
-DIALECTS["/chat/completions"] = DIALECTS["/v1/chat/completions"]
