@@ -1,0 +1,157 @@
+"""``scopecache demo``: the product working, end to end, in under a minute.
+
+1. start the reference completion service (TLS, HTTP/2) with emulated model
+   latency over the sample files shipped in the package;
+2. synthesize an editing session that writes (the beginning of) those files;
+3. replay it through a real ``scopecache serve`` process with the default
+   cache, and - at the same time - through a second process with
+   ``cache.policy = none``;
+4. print both side by side: requests, where answers came from, upstream
+   requests saved, hit and miss latency, connections and DNS lookups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from lsp_server.client import ServerProcess
+from lsp_server.replay import REFERENCE_MODEL, Replayer
+from lsp_server.synth import sample_files, synthesize
+from lsp_server.trace import CompleteEvent, Trace
+from lsp_server.upstream_process import ReferenceProcess
+
+#: emulated model latency of the demo's service
+DEMO_TTFT_MS = 30.0
+DEMO_TOKEN_MS = 2.0
+#: lines of each sample file the demo session writes
+DEMO_LINES = 24
+DEMO_FILES = 2
+
+
+def demo_trace(seed: int, *, files: int = DEMO_FILES, lines: int = DEMO_LINES) -> Trace:
+    """A synthesized session writing the first ``lines`` lines of ``files`` sample files."""
+    texts: dict[str, str] = {}
+    for path in sample_files()[:files]:
+        head = "\n".join(path.read_text(encoding="utf-8").split("\n")[:lines]) + "\n"
+        texts[f"file:///demo/{path.name}"] = head
+    return synthesize(texts, seed=seed)
+
+
+async def run_demo(
+    seed: int, console: Console | None, *, ttft_ms: float = DEMO_TTFT_MS
+) -> dict[str, Any]:
+    """Run the demo; returns both summaries."""
+    trace = demo_trace(seed)
+    requests = sum(isinstance(e, CompleteEvent) for e in trace.events)
+    corpus = [str(p) for p in sample_files()]
+    async with ReferenceProcess(corpus, ttft_ms=ttft_ms, token_ms=DEMO_TOKEN_MS) as service:
+        base: dict[str, Any] = {
+            "endpoint": service.url,
+            "model": REFERENCE_MODEL,
+            "transport": {"caFile": service.ca_file},
+        }
+        runs = {
+            "scopecache (hybrid)": {**base, "cache": {"policy": "hybrid", "l2": "none"}},
+            "no cache (policy=none)": {**base, "cache": {"policy": "none", "l2": "none"}},
+        }
+        progress = _progress(console)
+        with progress:
+            results = await asyncio.gather(
+                *(
+                    _one_run(trace, options, progress, name, requests)
+                    for name, options in runs.items()
+                )
+            )
+        service_stats = await service.stats()
+    summaries = dict(zip(runs, results, strict=True))
+    return {
+        "trace": {"requests": requests, "events": len(trace.events), "seed": seed},
+        "service": {"ttftMs": ttft_ms, "tokenMs": DEMO_TOKEN_MS, "stats": service_stats},
+        "runs": summaries,
+    }
+
+
+async def _one_run(
+    trace: Trace, options: Mapping[str, Any], progress: Progress, name: str, total: int
+) -> dict[str, Any]:
+    task = progress.add_task(name, total=len(trace.events))
+    async with ServerProcess(options) as server:
+        replayer = Replayer(server, trace)
+        result = await replayer.run(lambda: progress.advance(task))
+        result.server_stats = await server.stats()
+    result.settings = dict(options)
+    return result.summary()
+
+
+def _progress(console: Console | None) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description:<24}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console or Console(stderr=True),
+        disable=console is None,
+    )
+
+
+def demo_table(report: Mapping[str, Any]) -> Table:
+    """The side-by-side results table."""
+    runs = report["runs"]
+    names = list(runs)
+    service = report["service"]
+    table = Table(
+        title=(
+            f"scopecache demo: {report['trace']['requests']} completion requests, "
+            f"service TTFT {service['ttftMs']:.0f} ms + {service['tokenMs']:.0f} ms/token"
+        )
+    )
+    table.add_column("")
+    for name in names:
+        table.add_column(name, justify="right")
+
+    def row(label: str, get: Any) -> None:
+        table.add_row(label, *(str(get(runs[n])) for n in names))
+
+    row("requests", lambda r: r["requests"])
+    for source in ("exact", "typed", "inflight", "upstream"):
+        row(f"served: {source}", lambda r, s=source: r["served"].get(s, 0))
+    row("no suggestion", lambda r: r["empty"])
+    row("useful suggestions", lambda r: r["useful"])
+    row("upstream requests", lambda r: r["upstreamRequests"])
+    baseline = runs[names[-1]]["upstreamRequests"] or 1
+    row("upstream requests saved", lambda r: f"{100 * (1 - r['upstreamRequests'] / baseline):.1f}%")
+    for kind in ("hit", "miss", "all"):
+        row(
+            f"{kind} latency p50 / p95 ms",
+            lambda r, k=kind: f"{r['latencyMs'][k]['p50']:.1f} / {r['latencyMs'][k]['p95']:.1f}",
+        )
+    row("connections opened", lambda r: r["connectionsOpened"])
+    row("DNS lookups", lambda r: r["dnsLookups"])
+    row("wall seconds", lambda r: r["wallSeconds"])
+    return table
+
+
+def run(args: argparse.Namespace) -> int:
+    """``scopecache demo``."""
+    console = Console(stderr=True)
+    if not args.json:
+        console.print(
+            "[bold]scopecache demo[/bold]: reference service (TLS, HTTP/2) + synthesized "
+            "editing session, replayed through two real server processes"
+        )
+    report = asyncio.run(run_demo(args.seed, None if args.json else console))
+    if args.json:
+        json.dump(report, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        Console().print(demo_table(report))
+    return 0

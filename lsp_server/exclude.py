@@ -1,0 +1,36 @@
+"""Files that never leave the machine: matched by the ``exclude`` globs.
+
+A document whose path matches is never sent upstream, never cached and never
+recorded in a trace. Patterns match the file name (``.env``, ``*.pem``) or,
+when they contain a slash, the whole path (``**/secrets/**``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
+from pathlib import PurePosixPath
+from urllib.parse import unquote, urlsplit
+
+
+def uri_path(uri: str) -> str:
+    """The path part of a document URI (or the URI itself when it has none)."""
+    parts = urlsplit(uri)
+    return unquote(parts.path) if parts.scheme else uri
+
+
+def is_excluded(uri: str, patterns: Sequence[str]) -> bool:
+    """True when the document at ``uri`` matches one of ``patterns``."""
+    path = uri_path(uri)
+    name = PurePosixPath(path).name
+    for pattern in patterns:
+        if "/" in pattern:
+            if fnmatchcase(path, pattern) or fnmatchcase(path, pattern.removeprefix("**/")):
+                return True
+            # "**/secrets/**" also means "any directory called secrets"
+            core = pattern.strip("*/")
+            if core and f"/{core}/" in path:
+                return True
+        elif fnmatchcase(name, pattern):
+            return True
+    return False

@@ -1,0 +1,39 @@
+"""textDocument/didOpen, didChange and didClose: keep the document store current."""
+
+from __future__ import annotations
+
+import logging
+
+from lsprotocol import types
+
+from lsp_server.documents import UnknownDocumentError
+from lsp_server.server import ScopecacheServer
+
+logger = logging.getLogger(__name__)
+
+
+def register(server: ScopecacheServer) -> None:
+    """Register the document sync handlers."""
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: ScopecacheServer, params: types.DidOpenTextDocumentParams) -> None:
+        doc = params.text_document
+        ls.documents.open(doc.uri, doc.language_id, doc.version, doc.text)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: ScopecacheServer, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        try:
+            ls.documents.change(uri, params.text_document.version, params.content_changes)
+        except UnknownDocumentError:
+            logger.warning("didChange for a document that is not open: %s", uri)
+            return
+        ls.stats.keystrokes += 1
+        ls.throttle.note_keystroke(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: ScopecacheServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.inflight.cancel_document(uri)
+        ls.throttle.forget(uri)
+        ls.documents.close(uri)

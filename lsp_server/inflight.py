@@ -1,0 +1,169 @@
+"""Upstream streams in flight, and the requests attached to them.
+
+When the user types exactly what a running stream predicts, the editor
+cancels the old request and asks again one character later. Cancelling the
+model's stream then would throw away the answer the user is typing through;
+instead the new request attaches to the running stream and is served the rest
+of it. A stream is cancelled upstream only when no request is attached to it
+any more and either the user diverged from its prediction or a short grace
+period passed without anyone attaching.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from cache.keys import LineAnchor
+
+logger = logging.getLogger(__name__)
+
+#: how long an unattended stream may run before it is cancelled upstream
+DEFAULT_GRACE = 0.35
+
+
+@dataclass(eq=False)
+class InflightStream:
+    """One upstream request being streamed."""
+
+    uri: str
+    anchor: LineAnchor
+    line_prefix: str
+    text: str = ""
+    waiters: int = 0
+    task: asyncio.Task[str] | None = None
+    finished: bool = False
+    _grace: asyncio.TimerHandle | None = field(default=None, repr=False)
+
+    def typed_since(self, line_prefix: str) -> str | None:
+        """What was typed since the stream started, or None if not the same line."""
+        if not line_prefix.startswith(self.line_prefix):
+            return None
+        return line_prefix[len(self.line_prefix) :]
+
+    def consistent_with(self, line_prefix: str) -> bool:
+        """True while the user's typing agrees with what the stream produced."""
+        typed = self.typed_since(line_prefix)
+        if typed is None:
+            return False
+        if self.finished:
+            return len(self.text) > len(typed) and self.text.startswith(typed)
+        return self.text.startswith(typed) or typed.startswith(self.text)
+
+
+StreamFactory = Callable[[], AsyncIterator[str]]
+OnComplete = Callable[[InflightStream], None]
+
+
+class InflightRegistry:
+    """Running upstream streams, found by line anchor."""
+
+    def __init__(self, *, grace: float = DEFAULT_GRACE) -> None:
+        self._by_anchor: dict[LineAnchor, list[InflightStream]] = {}
+        self._grace = grace
+        self.cancelled_upstream = 0
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._by_anchor.values())
+
+    def find(self, anchor: LineAnchor, line_prefix: str) -> InflightStream | None:
+        """The stream this request can attach to, preferring the latest start."""
+        best: InflightStream | None = None
+        for stream in self._by_anchor.get(anchor, ()):
+            if stream.consistent_with(line_prefix) and (
+                best is None or len(stream.line_prefix) > len(best.line_prefix)
+            ):
+                best = stream
+        return best
+
+    def start(
+        self,
+        *,
+        uri: str,
+        anchor: LineAnchor,
+        line_prefix: str,
+        open_stream: StreamFactory,
+        on_complete: OnComplete,
+    ) -> InflightStream:
+        """Start streaming in the background and register the stream."""
+        stream = InflightStream(uri=uri, anchor=anchor, line_prefix=line_prefix)
+        stream.task = asyncio.ensure_future(self._pump(stream, open_stream, on_complete))
+        self._by_anchor.setdefault(anchor, []).append(stream)
+        return stream
+
+    async def _pump(
+        self, stream: InflightStream, open_stream: StreamFactory, on_complete: OnComplete
+    ) -> str:
+        chunks = open_stream()
+        try:
+            async for chunk in chunks:
+                stream.text += chunk
+            stream.finished = True
+        finally:
+            with contextlib.suppress(Exception):
+                await chunks.aclose()  # type: ignore[attr-defined]
+            self._forget(stream)
+        on_complete(stream)
+        return stream.text
+
+    def _forget(self, stream: InflightStream) -> None:
+        streams = self._by_anchor.get(stream.anchor)
+        if streams and stream in streams:
+            streams.remove(stream)
+            if not streams:
+                del self._by_anchor[stream.anchor]
+        if stream._grace is not None:
+            stream._grace.cancel()
+            stream._grace = None
+
+    async def wait(self, stream: InflightStream) -> str:
+        """Attach to ``stream`` and return its final text (raises its error).
+
+        Cancelling the waiter detaches it; the stream itself goes on until the
+        registry decides to cancel it.
+        """
+        assert stream.task is not None
+        stream.waiters += 1
+        if stream._grace is not None:
+            stream._grace.cancel()
+            stream._grace = None
+        try:
+            return await asyncio.shield(stream.task)
+        finally:
+            stream.waiters -= 1
+            if stream.waiters == 0 and not stream.task.done():
+                loop = asyncio.get_running_loop()
+                stream._grace = loop.call_later(self._grace, self._cancel, stream)
+
+    def cancel_diverged(self, uri: str, line_prefix: str, anchor: LineAnchor) -> None:
+        """Cancel unattended streams of ``uri`` that the user has moved away from."""
+        for streams in list(self._by_anchor.values()):
+            for stream in list(streams):
+                if stream.uri != uri or stream.waiters:
+                    continue
+                if stream.anchor == anchor and stream.consistent_with(line_prefix):
+                    continue
+                self._cancel(stream)
+
+    def cancel_document(self, uri: str) -> None:
+        """Cancel every stream of a closed document."""
+        for streams in list(self._by_anchor.values()):
+            for stream in list(streams):
+                if stream.uri == uri:
+                    self._cancel(stream)
+
+    def _cancel(self, stream: InflightStream) -> None:
+        if stream.task is not None and not stream.task.done():
+            logger.debug("cancelling unattended upstream stream for %s", stream.uri)
+            self.cancelled_upstream += 1
+            stream.task.cancel()
+        self._forget(stream)
+
+    def cancel_all(self) -> None:
+        """Cancel everything (shutdown)."""
+        for streams in list(self._by_anchor.values()):
+            for stream in list(streams):
+                self._cancel(stream)

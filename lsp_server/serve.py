@@ -1,0 +1,56 @@
+"""``scopecache serve``: run the language server on stdio or TCP."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from lsp_server import create_server
+from lsp_server.settings import Settings, SettingsFileError, load_toml, parse_settings
+
+logger = logging.getLogger(__name__)
+
+
+def configure_logging(level: str, log_file: str | None) -> None:
+    """Send logs to a file or stderr, never to stdout (that is the protocol's)."""
+    handler: logging.Handler
+    handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(getattr(logging, level.upper(), logging.INFO))
+    # pygls logs every message body at DEBUG/INFO; keep it quieter than ours.
+    logging.getLogger("pygls").setLevel(max(root.level, logging.WARNING))
+
+
+def load_settings(path: str | None) -> tuple[Settings, list[str]]:
+    """Settings from a TOML file (or defaults), with the problems found."""
+    if not path:
+        return Settings(), []
+    try:
+        table = load_toml(path)
+    except SettingsFileError as exc:
+        return Settings(), [str(exc)]
+    return parse_settings(table)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the server and block until the client says exit."""
+    configure_logging(args.log_level, args.log_file)
+    settings, problems = load_settings(args.config)
+    for problem in problems:
+        logger.error("config: %s", problem)
+    if args.record_trace:
+        settings.record_trace = args.record_trace
+    if args.metrics_port is not None:
+        settings.metrics_port = args.metrics_port
+    server = create_server(settings)
+    if problems:
+        server.notifier.problem("config", "settings file problems: " + "; ".join(problems))
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()
+    return 0

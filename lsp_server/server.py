@@ -1,0 +1,298 @@
+"""The scopecache language server: its state and how a suggestion is made.
+
+``ScopecacheServer`` owns the documents, the settings, the caches, the
+completion backend and the stats. The LSP handlers (``lsp_server.handlers``)
+are thin: they translate LSP messages into calls on this object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from cache.l2.base import L2Change, L2Store
+from cache.store import CompletionStore
+from lsp_server import assembly
+from lsp_server.documents import DocumentStore
+from lsp_server.exclude import is_excluded
+from lsp_server.inflight import InflightRegistry
+from lsp_server.notify import UserNotifier
+from lsp_server.pipeline import CompletionPipeline, SharedTier, Suggestion
+from lsp_server.protocol import ScopecacheProtocol
+from lsp_server.settings import Settings, parse_settings
+from lsp_server.stats import ServerStats
+from lsp_server.syntax import SyntaxContext, syntax_context
+from lsp_server.throttle import MissThrottle
+from transport.backend import CompletionBackend
+from transport.errors import TransportError
+
+logger = logging.getLogger(__name__)
+
+__version__ = "0.1.0"
+
+#: suggestions remembered for ``scopecache.accepted``
+SERVED_ITEMS_KEPT = 256
+
+
+@dataclass(frozen=True, slots=True)
+class ServedItem:
+    """A suggestion that went out, so an acceptance can be attributed."""
+
+    uri: str
+    line: int
+    character: int
+    text: str
+    source: str
+
+
+class ScopecacheServer(LanguageServer):
+    """A pygls language server answering completions from a scope-keyed cache."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        backend: CompletionBackend | None = None,
+        store: CompletionStore | None = None,
+        l2: SharedTier | None = None,
+    ) -> None:
+        super().__init__("scopecache", __version__, protocol_cls=ScopecacheProtocol)
+        self.base_settings = settings or Settings()
+        self.settings = self.base_settings
+        self.stats = ServerStats()
+        self.notifier = UserNotifier(self.window_show_message)
+        self.documents = DocumentStore(max_parse_bytes=self.settings.max_parse_bytes)
+        self.inflight = InflightRegistry()
+        self.throttle = MissThrottle()
+        self._host_backend = backend
+        self._host_store = store
+        self._host_l2 = l2
+        self.backend: CompletionBackend | None = None
+        self.store: CompletionStore = store or assembly.build_store(self.settings)
+        self.l2: SharedTier | None = l2
+        self._own_l2: L2Store | None = None
+        self._signatures: dict[str, tuple[Any, ...]] = {}
+        self._served: OrderedDict[str, ServedItem] = OrderedDict()
+        self._item_ids = itertools.count(1)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.pipeline = self._make_pipeline()
+
+    # -- settings ---------------------------------------------------------
+
+    def configure(self, data: Mapping[str, Any] | None, *, base: Settings | None = None) -> None:
+        """Apply settings from the client; tell the user once about bad keys."""
+        settings, problems = parse_settings(data, base or self.base_settings)
+        if problems:
+            self.notifier.problem("settings", "invalid settings ignored: " + "; ".join(problems))
+        else:
+            self.notifier.resolved("settings")
+        self.apply(settings)
+
+    def apply(self, settings: Settings) -> None:
+        """Switch to ``settings``, rebuilding only the parts whose settings changed."""
+        self.settings = settings
+        self.documents.max_parse_bytes = settings.max_parse_bytes
+        t = settings.throttle
+        self.throttle.min_delay = t.min_delay_ms / 1000.0
+        self.throttle.max_delay = t.max_delay_ms / 1000.0
+        self.throttle.line_start_immediate = t.line_start_immediate
+        if self._host_store is None and self._changed("store", assembly.store_signature(settings)):
+            self.store = assembly.build_store(settings)
+        if self._host_backend is not None:
+            self.backend = self._host_backend
+        elif self._changed("backend", assembly.backend_signature(settings)):
+            self._replace_backend(settings)
+        if self._host_l2 is None and self._changed("l2", assembly.l2_signature(settings)):
+            self._replace_l2(settings)
+        self.pipeline = self._make_pipeline()
+
+    def _replace_l2(self, settings: Settings) -> None:
+        old, self.l2 = self._own_l2, None
+        self._own_l2 = None
+        if old is not None:
+            self.spawn(old.aclose())
+        store = assembly.build_l2(settings)
+        if store is None:
+            return
+        self._own_l2 = store
+        self.l2 = store
+        store.subscribe(self._on_l2_change)
+        if self._initialized:
+            self.spawn(self._start_l2(store))
+
+    def _on_l2_change(self, change: L2Change) -> None:
+        # Another editor window stored an answer: make it servable here too.
+        if change.kind == "put" and change.entry is not None:
+            self.store.add_entry(change.entry)
+
+    async def _start_l2(self, store: L2Store) -> None:
+        await store.start()
+        limit = self.settings.cache.prewarm
+        if limit <= 0:
+            return
+        entries = await store.hottest(limit)
+        for entry in entries:
+            self.store.add_entry(entry)
+        if entries:
+            logger.info("prewarmed L1 with %d entries from L2", len(entries))
+
+    def _changed(self, part: str, signature: tuple[Any, ...]) -> bool:
+        if self._signatures.get(part) == signature:
+            return False
+        self._signatures[part] = signature
+        return True
+
+    def _replace_backend(self, settings: Settings) -> None:
+        old, self.backend = self.backend, None
+        if old is not None:
+            self.inflight.cancel_all()
+            self.spawn(old.aclose())
+        try:
+            self.backend = assembly.build_backend(settings)
+        except TransportError as exc:
+            self.notifier.problem(
+                "endpoint", f"cannot use endpoint: {exc}", types.MessageType.Error
+            )
+            return
+        self.notifier.resolved("endpoint")
+        if self.backend is not None and self._initialized:
+            self.spawn(self._warm_up(self.backend))
+
+    @property
+    def _initialized(self) -> bool:
+        return getattr(self, "_started", False)
+
+    def _make_pipeline(self) -> CompletionPipeline:
+        return CompletionPipeline(
+            store=self.store,
+            backend=self.backend,
+            stats=self.stats,
+            throttle=self.throttle,
+            inflight=self.inflight,
+            notifier=self.notifier,
+            completion=self.settings.completion,
+            l2=self.l2,
+        )
+
+    # -- lifecycle --------------------------------------------------------
+
+    def start_background(self) -> None:
+        """Warm up after ``initialized``: DNS, connections, tokens."""
+        self._started = True
+        if self.backend is not None:
+            self.spawn(self._warm_up(self.backend))
+        if self._own_l2 is not None:
+            self.spawn(self._start_l2(self._own_l2))
+
+    async def _warm_up(self, backend: CompletionBackend) -> None:
+        try:
+            await backend.start()
+        except TransportError as exc:
+            self.notifier.problem("upstream", f"completion service not reachable yet: {exc}")
+        except Exception:
+            logger.exception("warm-up failed")
+
+    async def close(self) -> None:
+        """Cancel streams and release connections (shutdown)."""
+        self.inflight.cancel_all()
+        if self.backend is not None:
+            await self.backend.aclose()
+        if self._own_l2 is not None:
+            await self._own_l2.aclose()
+
+    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+        """Run ``coro`` in the background, keeping a reference until it ends."""
+        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # -- completions ------------------------------------------------------
+
+    def context_at(self, uri: str, position: types.Position) -> SyntaxContext | None:
+        """The syntax context at a position, or None for an unknown or excluded document."""
+        doc = self.documents.get(uri)
+        if doc is None:
+            logger.debug("completion for unknown document %s", uri)
+            return None
+        if is_excluded(uri, self.settings.exclude):
+            return None
+        c = self.settings.completion
+        return syntax_context(
+            doc,
+            position,
+            prefix_chars=c.prefix_chars,
+            prefix_lines=c.prefix_lines,
+            suffix_chars=c.suffix_chars,
+            suffix_lines=c.suffix_lines,
+            scope_chars=c.scope_chars,
+        )
+
+    async def suggest(
+        self, uri: str, position: types.Position
+    ) -> tuple[Suggestion, str, SyntaxContext] | None:
+        """A suggestion at ``position`` with its item id, or None."""
+        ctx = self.context_at(uri, position)
+        if ctx is None:
+            self.stats.requests += 1
+            self.stats.record_empty(0.0)
+            return None
+        doc = self.documents.get(uri)
+        version = doc.version if doc is not None else None
+
+        def still_current() -> bool:
+            current = self.documents.get(uri)
+            return current is doc and current is not None and current.version == version
+
+        suggestion = await self.pipeline.complete(uri, ctx, still_current=still_current)
+        if suggestion is None:
+            return None
+        item_id = f"s{next(self._item_ids)}"
+        self._served[item_id] = ServedItem(
+            uri, ctx.line, ctx.character, suggestion.text, suggestion.source
+        )
+        while len(self._served) > SERVED_ITEMS_KEPT:
+            self._served.popitem(last=False)
+        return suggestion, item_id, ctx
+
+    def accepted(self, item_id: str) -> bool:
+        """The editor reports that the user accepted a suggestion."""
+        item = self._served.get(item_id)
+        if item is None:
+            return False
+        self.stats.accepted += 1
+        return True
+
+    def stats_snapshot(self) -> dict[str, Any]:
+        """The ``scopecache/stats`` answer."""
+        snapshot = self.stats.snapshot()
+        snapshot["cache"] = {
+            **self.store.policy_stats(),
+            "policy": self.store.policy_name,
+            "capacity": self.store.capacity,
+            "size": len(self.store),
+        }
+        counters = self.backend.counters() if self.backend is not None else None
+        snapshot["transport"] = {
+            "dnsLookups": counters.dns_lookups if counters else 0,
+            "connectionsOpened": counters.connections_opened if counters else 0,
+            "requests": counters.requests if counters else 0,
+            "retries": counters.retries if counters else 0,
+            "errorsByKind": dict(counters.errors_by_kind) if counters else {},
+            "circuit": counters.circuit if counters else "closed",
+            "endpoint": self.settings.endpoint,
+        }
+        if self._own_l2 is not None:
+            snapshot["l2"] = self._own_l2.stats()
+        snapshot["inflight"] = len(self.inflight)
+        snapshot["documents"] = len(self.documents)
+        snapshot["problems"] = self.notifier.active()
+        return snapshot

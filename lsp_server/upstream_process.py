@@ -1,0 +1,149 @@
+"""Start the reference completion service as a child process.
+
+``replay`` and ``demo`` use it to get a real service on loopback (TLS,
+HTTP/2) over a corpus, exactly as a user would run ``scopecache upstream``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import ssl
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+#: how long the service may take to start listening
+START_TIMEOUT = 20.0
+
+
+class UpstreamStartError(RuntimeError):
+    """The reference service did not come up."""
+
+
+class ReferenceProcess:
+    """``scopecache upstream`` on 127.0.0.1 with a self-signed CA."""
+
+    def __init__(
+        self,
+        corpus: Sequence[str | Path],
+        *,
+        ttft_ms: float = 0.0,
+        token_ms: float = 0.0,
+        tls: bool = True,
+        extra_args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.corpus = [str(p) for p in corpus]
+        self.ttft_ms = ttft_ms
+        self.token_ms = token_ms
+        self.tls = tls
+        self.extra_args = list(extra_args)
+        self.env = env
+        self._dir = tempfile.TemporaryDirectory(prefix="scopecache-upstream-")
+        self.workdir = Path(self._dir.name)
+        self.port = 0
+        self._process: asyncio.subprocess.Process | None = None
+
+    @property
+    def origin(self) -> str:
+        """``https://127.0.0.1:PORT`` (or http)."""
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The OpenAI-compatible base URL."""
+        return f"{self.origin}/v1"
+
+    @property
+    def ca_file(self) -> str | None:
+        """The CA certificate that signed the service's certificate."""
+        return str(self.workdir / "ca.pem") if self.tls else None
+
+    async def start(self) -> None:
+        """Start the process and wait until ``/health`` answers."""
+        port_file = self.workdir / "port"
+        args = [
+            sys.executable,
+            "-m",
+            "transport.reference",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--port-file",
+            str(port_file),
+            "--ttft-ms",
+            str(self.ttft_ms),
+            "--token-ms",
+            str(self.token_ms),
+            *self.extra_args,
+        ]
+        if self.tls:
+            args += ["--tls-self-signed", str(self.workdir)]
+        if self.corpus:
+            args += ["--corpus", *self.corpus]
+        log = open(self.workdir / "upstream.log", "wb")  # noqa: SIM115 - owned by the child
+        self._process = await asyncio.create_subprocess_exec(
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env=self.env if self.env is not None else dict(os.environ),
+        )
+        log.close()
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self._process.returncode is not None:
+                raise UpstreamStartError(self._failure("exited"))
+            if port_file.exists() and port_file.read_text().strip():
+                self.port = int(port_file.read_text().strip())
+                with contextlib.suppress(httpx.HTTPError):
+                    await self.get("/health")
+                    return
+            await asyncio.sleep(0.05)
+        await self.stop()
+        raise UpstreamStartError(self._failure("did not start in time"))
+
+    def _failure(self, what: str) -> str:
+        log = (self.workdir / "upstream.log").read_text(errors="replace")[-2000:]
+        return f"reference service {what}:\n{log}"
+
+    async def get(self, path: str) -> Any:
+        """GET a JSON document from the service."""
+        verify: ssl.SSLContext | bool = True
+        if self.ca_file:
+            verify = ssl.create_default_context(cafile=self.ca_file)
+        async with httpx.AsyncClient(verify=verify, timeout=5.0) as client:
+            response = await client.get(self.origin + path)
+            response.raise_for_status()
+            return response.json()
+
+    async def stats(self) -> dict[str, Any]:
+        """The service's own counters (``GET /__stats``)."""
+        data: dict[str, Any] = await self.get("/__stats")
+        return data
+
+    async def stop(self) -> None:
+        """Terminate the process (kill if it lingers) and remove its files."""
+        if self._process is not None and self._process.returncode is None:
+            self._process.terminate()
+            try:
+                await asyncio.wait_for(self._process.wait(), 5.0)
+            except TimeoutError:
+                self._process.kill()
+                await self._process.wait()
+        self._dir.cleanup()
+
+    async def __aenter__(self) -> ReferenceProcess:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
