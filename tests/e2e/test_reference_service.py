@@ -213,6 +213,20 @@ def test_stats_count_requests_and_one_connection_per_client(
     assert svc.stats()["requests"] == {"total": 0}
 
 
+def test_connection_is_forgotten_as_soon_as_the_client_closes_it(
+    shared_reference_service: ReferenceService,
+) -> None:
+    svc = shared_reference_service
+    baseline = svc.stats()["openConnections"]
+    with svc.client() as client:
+        client.post(svc.url + "/completions", json={"prompt": PROMPT})
+        assert svc.stats()["openConnections"] == baseline + 1
+    deadline = time.monotonic() + 5
+    while svc.stats()["openConnections"] > baseline and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert svc.stats()["openConnections"] == baseline
+
+
 def test_a_second_client_is_a_second_connection(
     shared_reference_service: ReferenceService,
 ) -> None:

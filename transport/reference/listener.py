@@ -111,6 +111,19 @@ def _peer(value: Any) -> Peer:
 AsgiApp = Callable[..., Any]
 
 
+class _ClosingTCPServer(TCPServer):
+    """hypercorn's connection handler, ending as soon as the client hangs up.
+
+    After the peer closes, hypercorn's protocols do not report the close
+    back, so the keep-alive idle timer would hold the finished connection
+    (and its task) for the whole keep-alive timeout.
+    """
+
+    async def _read_data(self) -> None:
+        await super()._read_data()
+        await self.idle_task.stop()
+
+
 class Listener:
     """Serves an ASGI app with hypercorn's protocol machinery on one socket."""
 
@@ -152,7 +165,10 @@ class Listener:
         logger.debug("connection %d from %s:%d", ident, *peer)
         loop = asyncio.get_running_loop()
         try:
-            await TCPServer(self._app, loop, self._config, self._context, {}, reader, writer)
+            server = _ClosingTCPServer(
+                self._app, loop, self._config, self._context, {}, reader, writer
+            )
+            await server
         except (ConnectionError, ssl.SSLError, OSError) as exc:
             logger.debug("connection %d ended: %s", ident, exc)
         finally:
