@@ -99,10 +99,11 @@ class ARCCore:
         self._incoming = ""
         # deletions outside the paper can leave ghosts beyond the bounds: trim them
         c = self.c
-        while len(self.t1) + len(self.b1) > c and self.b1:
-            self.b1.popitem(last=False)
-        while len(self) + len(self.b1) + len(self.b2) > 2 * c and self.b2:
-            self.b2.popitem(last=False)
+        t1, b1, b2 = self.t1, self.b1, self.b2
+        while b1 and len(t1) + len(b1) > c:
+            b1.popitem(last=False)
+        while b2 and len(t1) + len(self.t2) + len(b1) + len(b2) > 2 * c:
+            b2.popitem(last=False)
 
     def replace(self) -> Hashable:
         """REPLACE: choose and unlink the victim, remembering it as a ghost."""

@@ -171,11 +171,15 @@ class HybridCache(PolicyCache[K, V]):
     # -- mapping ---------------------------------------------------------------------
 
     def __getitem__(self, key: K) -> V:
-        if not Cache.__contains__(self, key):
+        hist = self._refs.get(key)
+        if hist is None and key not in self._hot.records:
             return self.__missing__(key)
         if self._deadlines is not None and self._is_expired(key):
             return self._expire(key)
-        self._reference(key)
+        if hist is None:
+            self._hot.reference(key)
+        else:
+            self._reference_arc(key, hist)
         return Cache.__getitem__(self, key)
 
     def __setitem__(self, key: K, value: V) -> None:
@@ -188,7 +192,9 @@ class HybridCache(PolicyCache[K, V]):
                 self._stamp(key)
             return
         if self._fixed_alpha is None:
-            self.set_alpha(self.heat.alpha())
+            alpha = self.heat.alpha()
+            if alpha != self.alpha:
+                self.set_alpha(alpha)
         arc = self._arc
         if self.adapt_correlation and key in arc.b1 and self._bursty_ghosts.pop(key, 0) is None:
             # a burst key left T1 too early: it deserved T2, so shrink the window
@@ -200,9 +206,13 @@ class HybridCache(PolicyCache[K, V]):
         finally:
             arc._incoming = ""
         arc.place(key, source)
-        self._refs[key] = [self._hot.tick()]
-        self._stamp(key)
-        self._enforce_hot_limit()
+        hot = self._hot
+        hot.clock += 1
+        self._refs[key] = [hot.clock]
+        if self._deadlines is not None:
+            self._stamp(key)
+        if len(hot.records) > self.hot_limit:
+            self._enforce_hot_limit()
 
     def __delitem__(self, key: K) -> None:
         Cache.__delitem__(self, key)
@@ -216,8 +226,8 @@ class HybridCache(PolicyCache[K, V]):
     def popitem(self) -> tuple[K, V]:
         """Evict ARC's REPLACE victim; the LRU-K region's weakest key only if ARC is empty."""
         key: Any
-        if len(self._arc):
-            arc = self._arc
+        arc = self._arc
+        if arc.t1 or arc.t2:
             key = arc.replace()
             hist = self._refs.pop(key)
             self.evictions_arc += 1
@@ -232,17 +242,20 @@ class HybridCache(PolicyCache[K, V]):
                     if len(self._bursty_ghosts) > self.capacity:
                         self._bursty_ghosts.popitem(last=False)
             self._bursty.discard(key)
-        elif len(self._hot):
+        elif self._hot.records:
             key = self._hot.victim()
             self._hot.remove(key)
-            self._arc.b2[key] = None  # it was frequent: a comeback should land in T2
+            arc.b2[key] = None  # it was frequent: a comeback should land in T2
             self.evictions_hot += 1
         else:
             raise KeyError("HybridCache is empty")
         value = Cache.__getitem__(self, key)
         Cache.__delitem__(self, key)
-        self._unstamp(key)
-        self._evicted(key, value)
+        if self._deadlines is not None:
+            self._unstamp(key)
+        self.evictions += 1
+        if self.on_evict is not None:
+            self.on_evict(key, value)
         return key, value
 
     def clear(self) -> None:
@@ -257,23 +270,32 @@ class HybridCache(PolicyCache[K, V]):
     # -- regions ---------------------------------------------------------------------
 
     def _reference(self, key: Hashable) -> None:
+        hist = self._refs.get(key)
+        if hist is None:
+            self._hot.reference(key)
+        else:
+            self._reference_arc(key, hist)
+
+    def _reference_arc(self, key: Hashable, hist: list[int]) -> None:
         hot = self._hot
-        if key in hot.records:
-            hot.reference(key)
-            return
-        hist = self._refs[key]
-        now = hot.tick()
+        hot.clock += 1
+        now = hot.clock
+        arc = self._arc
+        t1 = arc.t1
         if now - hist[0] <= self.correlated_window:
             # same burst (re-requests while typing): recency only, not frequency
             hist[0] = now
             self._bursty.add(key)
-            arc = self._arc
-            if key in arc.t1:
-                arc.t1.move_to_end(key)
+            if key in t1:
+                t1.move_to_end(key)
             else:
                 arc.t2.move_to_end(key)
             return
-        self._arc.hit(key)
+        if key in t1:
+            del t1[key]
+            arc.t2[key] = None
+        else:
+            arc.t2.move_to_end(key)
         hist.insert(0, now)
         k = hot.k
         if len(hist) >= k:
@@ -291,7 +313,7 @@ class HybridCache(PolicyCache[K, V]):
 
     def _enforce_hot_limit(self) -> None:
         hot = self._hot
-        while len(hot) > self.hot_limit:
+        while len(hot.records) > self.hot_limit:
             key = hot.victim()
             self._refs[key] = hot.remove(key)
             self._arc.t2[key] = None

@@ -17,10 +17,14 @@ Retained information: the history of evicted keys is kept in a bounded LRU
 table (``retained`` keys, default ``maxsize``), so a key that comes back soon
 after an eviction resumes its history instead of starting at infinity.
 
-Eviction is a binary heap with lazy invalidation: every reference pushes the
-key's new priority with a fresh token; stale heap items are skipped when they
-surface and the heap is rebuilt when it grows past twice the cache. So a
-reference costs O(log n) and an eviction O(log n) amortized, never a scan.
+Eviction is a binary heap with lazy updates. A key's priority (its K-th most
+recent reference, or its last reference minus a large offset while it has
+fewer than K) only ever grows, so the heap keeps each key once, filed under a
+priority that may be stale but is never too high: a reference costs O(1) and
+touches no heap; when the minimum surfaces, its priority is recomputed and,
+if it grew, the key is re-filed (heapreplace) and the search goes on. Items of
+removed keys are dropped when they surface (a token per tracking) and the
+heap is rebuilt if they pile up. Eviction is O(log n) amortized, never a scan.
 
 ``LRUKOrder`` is the ordering without values (the hybrid policy embeds one as
 its hot region); ``LRUKCache`` is the stand-alone policy.
@@ -88,8 +92,7 @@ class LRUKOrder:
         self.records[key] = record
         if reference or not record.hist:
             self.reference(key)
-        else:
-            self._push(key, record)
+        self._push(key, record)
 
     def reference(self, key: Hashable) -> None:
         """Record a reference to a tracked key."""
@@ -104,8 +107,6 @@ class LRUKOrder:
             record.last_time = now
             if correlated:
                 record.last_seq = now_seq
-                if len(hist) < self.k:
-                    self._push(key, record)  # LRU order among infinite distances moved
                 return
             if hist:
                 # close the burst: shift older history by its length (the paper's correction)
@@ -117,7 +118,6 @@ class LRUKOrder:
         if len(hist) > self.k:
             del hist[self.k :]
         record.last_seq = now_seq
-        self._push(key, record)
 
     def remove(self, key: Hashable) -> list[int]:
         """Stop tracking ``key``; returns its history."""
@@ -138,11 +138,18 @@ class LRUKOrder:
         now = self.timer() if period > 0.0 else 0.0
         skipped: list[tuple[int, int, Hashable]] = []
         found: tuple[int, int, Hashable] | None = None
+        k = self.k
         while heap:
             item = heap[0]
             record = records.get(item[2])
             if record is None or record.token != item[1]:
                 heapq.heappop(heap)
+                continue
+            hist = record.hist
+            prio = hist[k - 1] if len(hist) >= k else record.last_seq - _INFINITE
+            if prio != item[0]:
+                # references since the push only raised the priority: re-file it
+                heapq.heapreplace(heap, (prio, item[1], item[2]))
                 continue
             if period > 0.0 and now - record.last_time <= period:
                 skipped.append(heapq.heappop(heap))
@@ -167,10 +174,11 @@ class LRUKOrder:
         hist = record.hist
         k = self.k
         prio = hist[k - 1] if len(hist) >= k else record.last_seq - _INFINITE
-        self._pushes += 1
-        record.token = self._pushes
+        if not record.token:
+            self._pushes += 1
+            record.token = self._pushes
         heap = self._heap
-        heapq.heappush(heap, (prio, self._pushes, key))
+        heapq.heappush(heap, (prio, record.token, key))
         if len(heap) > 2 * len(self.records) + 64:
             self._compact()
 
