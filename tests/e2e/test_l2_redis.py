@@ -1,0 +1,262 @@
+"""The Redis L2 against a real redis-server: sharing, isolation, stream delivery, faults."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cache.entry import CachedCompletion
+from cache.keys import LineAnchor, ScopeKey
+from cache.l2 import L2Change
+from cache.l2.base import key_to_json
+from cache.l2.redis import RedisStore
+
+try:
+    from tests.support.redis_server import RedisServer, redis_available
+except ModuleNotFoundError:  # pytest run without the repository root on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.support.redis_server import RedisServer, redis_available
+
+import redis.asyncio as aioredis
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not redis_available(), reason="redis-server is not installed"),
+]
+
+NAMESPACE = "https://models.example/v1|coder-7b|team-a"
+
+
+def entry(i: int, text: str = "return x") -> CachedCompletion:
+    key = ScopeKey.build(
+        language="python", scope_depth=2, node_type="call", parent_type="block",
+        scope_text=f"SECRET_SOURCE_{i}", suffix_text="",
+    )
+    anchor = LineAnchor.build(language="python", preceding_lines=[f"l{i}"], suffix_text="")
+    return CachedCompletion(key=key, anchor=anchor, line_prefix="    ", text=f"{text} + {i}")
+
+
+async def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.01)
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await check():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.01)
+
+
+async def nothing_pending(raw: Any, stream: str, group: str) -> bool:
+    return int((await raw.xpending(stream, group))["pending"]) == 0
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def raw(redis_server: RedisServer) -> AsyncIterator[Any]:
+    client = aioredis.Redis.from_url(redis_server.url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def session(redis_server: RedisServer) -> AsyncIterator[Callable[..., Any]]:
+    """Build and start RedisStores ("editor sessions"); all are closed afterwards."""
+    stores: list[RedisStore] = []
+
+    async def make(namespace: str = NAMESPACE, **kwargs: Any) -> RedisStore:
+        kwargs.setdefault("secret", b"team-secret")
+        kwargs.setdefault("block_ms", 100)
+        kwargs.setdefault("retry_initial", 0.05)
+        kwargs.setdefault("retry_max", 0.2)
+        store = RedisStore(redis_server.url, namespace, **kwargs)
+        stores.append(store)
+        await store.start()
+        return store
+
+    yield make
+    for store in stores:
+        await store.aclose()
+
+
+def recorder(store: RedisStore) -> list[L2Change]:
+    seen: list[L2Change] = []
+    store.subscribe(seen.append)
+    return seen
+
+
+async def test_two_sessions_see_each_others_entries_through_the_stream(
+    session: Callable[..., Any],
+) -> None:
+    one, two = await session(), await session()
+    seen_by_two, seen_by_one = recorder(two), recorder(one)
+    await one.put(entry(1))
+    await wait_for(lambda: len(seen_by_two) == 1)
+    assert seen_by_two == [L2Change("put", entry(1).key, entry(1))]
+    assert await two.get(entry(1).key) == entry(1)
+
+    await two.invalidate(entry(1).key)
+    await wait_for(lambda: len(seen_by_one) == 1)
+    assert seen_by_one == [L2Change("invalidate", entry(1).key)]
+    assert await one.get(entry(1).key) is None
+    assert one.group != two.group
+
+
+async def test_session_of_another_namespace_never_sees_the_entry(
+    session: Callable[..., Any],
+) -> None:
+    one, same, other = await session(), await session(), await session("http://x/v1|other|")
+    seen_by_same, seen_by_other = recorder(same), recorder(other)
+    await one.put(entry(1))
+    await wait_for(lambda: len(seen_by_same) == 1)
+    await asyncio.sleep(0.3)  # give the other namespace's reader a fair chance
+    assert seen_by_other == []
+    assert await other.get(entry(1).key) is None
+    assert await other.hottest(10) == []
+
+
+async def test_redelivered_event_is_applied_once(session: Callable[..., Any], raw: Any) -> None:
+    one, two = await session(), await session()
+    seen = recorder(two)
+    value = entry(5).to_json()
+    fields = {"op": "put", "id": "op-5", "src": "a-session-elsewhere",
+              "key": key_to_json(entry(5).key), "v": value}
+    await raw.xadd(one.stream_key, fields)
+    await raw.xadd(one.stream_key, fields)  # the same op_id delivered again
+    await raw.xadd(one.stream_key, {**fields, "id": "op-6"})  # a new op for the same entry
+    await wait_for(lambda: len(seen) >= 2)
+    await asyncio.sleep(0.2)
+    assert len(seen) == 2
+
+
+async def test_pending_event_of_a_dead_consumer_is_claimed_and_applied(
+    session: Callable[..., Any], raw: Any
+) -> None:
+    writer = await session()
+    group = "host-a:workspace"
+    await raw.xgroup_create(writer.stream_key, group, id="$", mkstream=True)
+    await writer.put(entry(3))
+    # A consumer of the group reads the event and dies before acknowledging it.
+    await raw.xreadgroup(group, "dead-consumer", {writer.stream_key: ">"}, count=10)
+    assert (await raw.xpending(writer.stream_key, group))["pending"] == 1
+
+    restarted = RedisStore(
+        writer_url(raw), NAMESPACE, secret=b"team-secret", consumer_group=group,
+        block_ms=100, claim_idle_ms=50, claim_interval=0.1,
+    )
+    seen = recorder(restarted)
+    await restarted.start()
+    try:
+        await wait_for(lambda: len(seen) == 1)
+        assert seen[0].entry == entry(3)
+        await eventually(lambda: nothing_pending(raw, writer.stream_key, group))
+    finally:
+        await restarted.aclose()
+
+
+def writer_url(raw: Any) -> str:
+    kwargs = raw.connection_pool.connection_kwargs
+    return f"redis://{kwargs['host']}:{kwargs['port']}/0"
+
+
+async def test_poisoned_stream_entries_are_acknowledged_and_sync_continues(
+    session: Callable[..., Any], raw: Any
+) -> None:
+    one, two = await session(), await session()
+    seen = recorder(two)
+    await raw.xadd(one.stream_key, {"garbage": b"\xff\xfe"})
+    await raw.xadd(one.stream_key, {"op": "put", "id": "x", "src": "y", "key": "nope", "v": "{"})
+    await raw.xadd(one.stream_key, {"op": "put", "id": "z", "src": "y",
+                                    "key": key_to_json(entry(1).key), "v": entry(2).to_json()})
+    await one.put(entry(4))
+    await wait_for(lambda: len(seen) == 1)
+    assert seen[0].entry == entry(4)
+    assert two.state == "up"
+    await eventually(lambda: nothing_pending(raw, one.stream_key, two.group))
+
+
+async def test_redis_killed_and_restarted_mid_session_is_survived_and_sync_resumes(
+    session: Callable[..., Any], redis_server: RedisServer
+) -> None:
+    one, two = await session(), await session()
+    seen = recorder(two)
+    await one.put(entry(1))
+    await wait_for(lambda: len(seen) == 1)
+
+    redis_server.kill()
+    assert await one.get(entry(1).key) is None  # a miss, not an exception
+    await one.put(entry(2))
+    await wait_for(lambda: one.state == "down" and two.state == "down")
+    assert await two.hottest(5) == []
+
+    redis_server.start()  # same port, empty: the groups are gone too
+    await wait_for(lambda: one.state == "up" and two.state == "up")
+    await one.put(entry(3))
+    await wait_for(lambda: any(c.entry == entry(3) for c in seen))
+    assert await two.get(entry(3).key) == entry(3)
+
+
+async def test_redis_keys_are_hmac_hex_and_hold_no_source_or_namespace_text(
+    session: Callable[..., Any], raw: Any
+) -> None:
+    store = await session()
+    for i in range(5):
+        await store.put(entry(i))
+    await store.get(entry(0).key)
+    keys = [k.decode() async for k in raw.scan_iter("*")]
+    assert keys
+    for key in keys:
+        assert re.fullmatch(r"scopecache:[ehs]:[0-9a-f]{64}", key), key
+    assert not any("models.example" in k or "SECRET_SOURCE" in k for k in keys)
+    other_secret = await session(secret=b"another-secret")
+    assert other_secret.entry_key(entry(0).key) != store.entry_key(entry(0).key)
+    assert await other_secret.get(entry(0).key) is None
+
+
+async def test_entries_expire_and_oversized_values_are_not_stored(
+    session: Callable[..., Any], raw: Any
+) -> None:
+    store = await session(ttl_seconds=120, max_value_bytes=400)
+    await store.put(entry(1))
+    assert 0 < await raw.ttl(store.entry_key(entry(1).key)) <= 120
+    await store.put(entry(2, "x" * 1000))
+    assert await store.get(entry(2).key) is None
+    assert store.state == "up"
+
+
+async def test_hottest_returns_the_most_hit_entries_of_the_namespace(
+    session: Callable[..., Any], raw: Any
+) -> None:
+    store = await session()
+    for i in range(4):
+        await store.put(entry(i))
+    for _ in range(3):
+        await store.get(entry(2).key)
+    await store.get(entry(1).key)
+
+    async def hits_recorded() -> bool:  # hits are counted in the background, after serving
+        score = await raw.zscore(store.hot_key, store.entry_key(entry(1).key))
+        return bool(score == 1.0)
+
+    await eventually(hits_recorded)
+    hot = await store.hottest(2)
+    assert hot == [entry(2), entry(1)]
+
