@@ -39,6 +39,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from cache.entry import CachedCompletion
@@ -149,6 +150,8 @@ class RedisStore(L2Store):
                 )
 
     async def _close(self) -> None:
+        if self._background:  # let hit counts in flight land; they take one round trip
+            await asyncio.wait(set(self._background), timeout=1.0)
         tasks = [t for t in (self._follower, *self._background) if t is not None]
         for task in tasks:
             task.cancel()
@@ -174,7 +177,7 @@ class RedisStore(L2Store):
         if entry.key != key:
             return None
         # Counting the hit must not delay serving it.
-        self._spawn(self._client.zincrby(self.hot_key, 1, name))
+        self._spawn(lambda: self._client.zincrby(self.hot_key, 1, name))
         return entry
 
     async def _put(self, entry: CachedCompletion) -> None:
@@ -208,7 +211,7 @@ class RedisStore(L2Store):
         values = await self._do(self._client.mget(names))
         gone = [n for n, v in zip(names, values, strict=True) if v is None]
         if gone:  # expired entries leave their counter behind
-            self._spawn(self._client.zrem(self.hot_key, *gone))
+            self._spawn(lambda: self._client.zrem(self.hot_key, *gone))
         found: list[CachedCompletion] = []
         for value in values:
             if value is not None and len(found) < limit:
@@ -221,10 +224,10 @@ class RedisStore(L2Store):
     def _size(self) -> int:
         return self._size_known
 
-    def _spawn(self, work: Any) -> None:
+    def _spawn(self, work: Callable[[], Awaitable[Any]]) -> None:
         async def quietly() -> None:
             try:
-                await work
+                await work()
             except Exception as exc:
                 logger.debug("background Redis call failed: %s", exc)
 
