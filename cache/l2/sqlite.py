@@ -53,6 +53,8 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: hits remembered before their counters are written in one transaction
+HIT_BATCH = 64
 #: change-log rows kept for other processes to catch up on
 CHANGE_LOG_KEEP = 10_000
 
@@ -86,6 +88,7 @@ class SqliteStore(L2Store):
         self._last_seq = 0
         self._size_known = 0
         self._puts_since_check = 0
+        self._hits_pending: list[tuple[float, str, str]] = []
         # Check the cap often for small caps (tests), rarely for big ones: COUNT(*) scans.
         self._check_every = max(1, min(256, max_entries // 16))
         self._poller: asyncio.Task[None] | None = None
@@ -144,6 +147,10 @@ class SqliteStore(L2Store):
 
         def close() -> None:
             if self._conn is not None:
+                try:
+                    self._flush_hits(self._conn)
+                except sqlite3.Error as exc:
+                    logger.debug("could not save hit counts: %s", exc)
                 self._conn.close()
                 self._conn = None
 
@@ -162,10 +169,7 @@ class SqliteStore(L2Store):
             if self._expired(row[1]):
                 conn.execute("DELETE FROM entries WHERE ns = ? AND digest = ?", (ns, digest))
                 return None
-            conn.execute(
-                "UPDATE entries SET hits = hits + 1, last_used = ? WHERE ns = ? AND digest = ?",
-                (now, ns, digest),
-            )
+            self._note_hit(conn, digest, now)
             return str(row[0])
 
         raw = await self._run(read)
@@ -203,7 +207,25 @@ class SqliteStore(L2Store):
 
         await self._run(write)
 
+    def _note_hit(self, conn: sqlite3.Connection, digest: str, now: float) -> None:
+        # Hit counts are written in batches: a write per hit would double the
+        # cost of an L2 hit and wake every other process's poller.
+        self._hits_pending.append((now, self.namespace_id, digest))
+        if len(self._hits_pending) >= HIT_BATCH:
+            self._flush_hits(conn)
+
+    def _flush_hits(self, conn: sqlite3.Connection) -> None:
+        pending, self._hits_pending = self._hits_pending, []
+        if pending:
+            with write_transaction(conn):
+                conn.executemany(
+                    "UPDATE entries SET hits = hits + 1, last_used = max(last_used, ?)"
+                    " WHERE ns = ? AND digest = ?",
+                    pending,
+                )
+
     def _enforce_limits(self, conn: sqlite3.Connection, now: float) -> None:
+        self._flush_hits(conn)  # eviction goes by last use, so it must see every use
         if self.ttl_seconds:
             conn.execute("DELETE FROM entries WHERE created_at <= ?", (now - self.ttl_seconds,))
         total = int(conn.execute("SELECT count(*) FROM entries").fetchone()[0])
@@ -239,13 +261,16 @@ class SqliteStore(L2Store):
 
     async def _hottest(self, limit: int) -> list[CachedCompletion]:
         oldest = self.clock() - self.ttl_seconds if self.ttl_seconds else float("-inf")
-        rows = await self._run(
-            lambda conn: conn.execute(
+
+        def read(conn: sqlite3.Connection) -> list[tuple[str]]:
+            self._flush_hits(conn)
+            return conn.execute(
                 "SELECT value FROM entries WHERE ns = ? AND created_at > ?"
                 " ORDER BY hits DESC, last_used DESC LIMIT ?",
                 (self.namespace_id, oldest, limit),
             ).fetchall()
-        )
+
+        rows = await self._run(read)
         return [e for e in (self._parse(r[0]) for r in rows) if e is not None]
 
     def _size(self) -> int:
@@ -254,6 +279,7 @@ class SqliteStore(L2Store):
     # -- live sharing ---------------------------------------------------------------
 
     def _read_changes(self, conn: sqlite3.Connection) -> list[tuple[str, str, str | None]]:
+        self._flush_hits(conn)
         version = conn.execute("PRAGMA data_version").fetchone()[0]
         if version == self._data_version:
             return []
