@@ -178,12 +178,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if a file is stale")
     args = parser.parse_args(argv)
 
-    schema = {"title": "scopecache", "properties": server_properties()}
+    properties = server_properties()
+    schema: dict[str, Any] = {"title": "scopecache", "properties": properties}
     package = json.loads(PACKAGE_PATH.read_text(encoding="utf-8"))
     contributes = package.setdefault("contributes", {})
     contributes["configuration"] = {
         "title": "scopecache",
-        "properties": {**schema["properties"], **EXTENSION_PROPERTIES},
+        "properties": {**properties, **EXTENSION_PROPERTIES},
     }
     wanted = {SCHEMA_PATH: render(schema), PACKAGE_PATH: render(package)}
     stale = [p for p, text in wanted.items() if not p.exists() or p.read_text("utf-8") != text]

@@ -1,0 +1,165 @@
+-- End to end in headless Neovim: the real scopecache server and reference
+-- completion service. Started by tests/e2e/test_neovim.py (or tests/run.sh),
+-- which passes, in the environment:
+--   SCOPECACHE_SERVER_CMD  JSON list: the server command
+--   SCOPECACHE_ENDPOINT    the reference service's /v1 URL
+--   SCOPECACHE_CA_FILE     its CA certificate
+--   SCOPECACHE_WORKDIR     a scratch directory for the edited files
+local root = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h")
+vim.opt.runtimepath:prepend(root)
+package.path = root .. "/tests/?.lua;" .. package.path
+vim.cmd("runtime plugin/scopecache.lua")
+vim.o.showmode = false
+vim.o.swapfile = false
+
+local t = require("harness")
+local lsp = require("scopecache.lsp")
+local ghost = require("scopecache.ghost")
+
+local workdir = assert(os.getenv("SCOPECACHE_WORKDIR"), "SCOPECACHE_WORKDIR")
+local settings = {
+  endpoint = assert(os.getenv("SCOPECACHE_ENDPOINT"), "SCOPECACHE_ENDPOINT"),
+  provider = "openai",
+  model = "m",
+  transport = { caFile = os.getenv("SCOPECACHE_CA_FILE") },
+  cache = { l2 = "none" },
+}
+local started = require("scopecache").setup({
+  cmd = vim.json.decode((assert(os.getenv("SCOPECACHE_SERVER_CMD"), "SCOPECACHE_SERVER_CMD"))),
+  settings = settings,
+})
+assert(started, "setup() failed")
+
+-- The corpus the reference service indexed has this line in full:
+--     key, _, value = line.partition(":")
+local BEFORE = { "import json", "", "", "def parse_header(line):", "    key, _, value = " }
+local TYPED = "line.part"
+local GHOST = 'ition(":")'
+local ACCEPTED = '    key, _, value = line.partition(":")'
+
+--- Opens a new Python file with BEFORE as its text and waits for the server.
+local function open_python(name)
+  vim.cmd("edit " .. vim.fn.fnameescape(workdir .. "/" .. name))
+  local buf = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, BEFORE)
+  vim.bo[buf].filetype = "python"
+  t.wait_for("the server to attach", function()
+    local client = lsp.client(buf)
+    return client and client.initialized
+  end, 30000)
+  return buf
+end
+
+local function ghost_text(buf)
+  local marks = vim.api.nvim_buf_get_extmarks(buf, ghost.ns, 0, -1, { details = true })
+  local mark = marks[1]
+  if not mark or not mark[4].virt_text then
+    return nil
+  end
+  return mark[4].virt_text[1][1]
+end
+
+local function type_at_end_of_last_line(text)
+  vim.api.nvim_win_set_cursor(0, { #BEFORE, 0 })
+  t.feed("A", "nt")
+  t.wait_for("insert mode", function()
+    return vim.api.nvim_get_mode().mode == "i"
+  end)
+  t.feed(text, "nt")
+end
+
+local function stats_now()
+  local result
+  require("scopecache").stats(function(stats)
+    result = stats
+  end)
+  return t.wait_for("scopecache/stats", function()
+    return result
+  end)
+end
+
+--- Stats once nothing changes any more (a request after an accept may still be running).
+local function settled_stats()
+  local last = stats_now()
+  for _ = 1, 50 do
+    t.sleep(100)
+    local now = stats_now()
+    if vim.deep_equal(now, last) then
+      return now
+    end
+    last = now
+  end
+  return last
+end
+
+local function hits(stats)
+  return (stats.served.exact or 0) + (stats.served.typed or 0) + (stats.served.l2 or 0)
+end
+
+t.test("ghost text appears while typing and Tab accepts it", function()
+  local buf = open_python("first.py")
+  type_at_end_of_last_line(TYPED)
+  t.eq(GHOST, t.wait_for("ghost text", function()
+    return ghost_text(buf)
+  end, 20000), "ghost text")
+  t.feed("<Tab>", "mt")
+  t.wait_for("the accepted line", function()
+    return vim.api.nvim_buf_get_lines(buf, 4, 5, false)[1] == ACCEPTED
+  end, 5000)
+  t.eq(nil, ghost_text(buf), "ghost text after accept")
+  t.eq({ #BEFORE, #ACCEPTED }, vim.api.nvim_win_get_cursor(0), "cursor after accept")
+  t.feed("<Esc>", "nt")
+end)
+
+t.test("the same context in another buffer is served from the cache", function()
+  local before = settled_stats()
+  t.truthy(before.upstreamRequests >= 1, "one upstream request so far")
+  local buf = open_python("second.py")
+  type_at_end_of_last_line(TYPED)
+  t.eq(GHOST, t.wait_for("ghost text", function()
+    return ghost_text(buf)
+  end, 20000), "ghost text")
+  local after = stats_now()
+  t.eq(before.upstreamRequests, after.upstreamRequests, "upstream requests")
+  t.truthy(hits(after) > hits(before), "a cache hit: " .. vim.inspect(after.served))
+  t.feed("<Esc>", "nt")
+end)
+
+t.test(":ScopeCacheStats shows the hit in a floating window", function()
+  vim.cmd("ScopeCacheStats")
+  local win = t.wait_for("the stats window", function()
+    local cfg = vim.api.nvim_win_get_config(0)
+    return cfg.relative ~= "" and vim.api.nvim_get_current_win()
+  end, 5000)
+  local lines = vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false)
+  local text = table.concat(lines, "\n")
+  t.truthy(text:match("hit ratio   %d+%% of %d+ served"), text)
+  local exact = tonumber(text:match("exact (%d+)")) or 0
+  local typed = tonumber(text:match("typed (%d+)")) or 0
+  t.truthy(exact + typed >= 1, text)
+  t.truthy(text:match("upstream    1 requests") or text:match("upstream    %d+ requests"), text)
+  vim.api.nvim_win_close(win, true)
+end)
+
+t.test(":checkhealth scopecache finds the server and reaches the endpoint", function()
+  vim.cmd("checkhealth scopecache")
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  t.truthy(text:find("server command found", 1, true), text)
+  t.truthy(text:find("server running", 1, true), text)
+  t.truthy(text:find("settings valid", 1, true), text)
+  t.truthy(text:find("endpoint reachable", 1, true), text)
+  t.truthy(not text:find("ERROR", 1, true), text)
+end)
+
+t.test(":ScopeCacheClear empties the cache", function()
+  vim.cmd("ScopeCacheClear")
+  t.wait_for("an empty cache", function()
+    return stats_now().cache.size == 0
+  end, 5000)
+end)
+
+t.after = function()
+  vim.lsp.stop_client(vim.lsp.get_clients({ name = lsp.name }), true)
+end
+
+t.run()

