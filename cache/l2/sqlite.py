@@ -8,21 +8,15 @@ or an OS crash, which for a cache costs one upstream request, whereas
 ``FULL`` would fsync on every stored answer.
 
 Live sharing: each process polls ``PRAGMA data_version`` every
-``poll_interval`` seconds. It is per connection, changes only when *another*
-connection commits, and costs no page reads, so an idle poll is nearly free.
-Only when it moves does the store read the ``changes`` log (rows after the
-last sequence number it saw, in its namespace, written by someone else) and
-deliver them to subscribers. ``data_version`` alone cannot say which rows
-changed; the log alone would need a query per poll.
+``poll_interval`` seconds and reads the change log only when it moved (see
+``sqlite_changes``).
 
 Every call runs on one dedicated worker thread that owns the connection, so
 the event loop never waits on disk or on a lock held by another process.
 
-Recovery: at open the file is checked with ``PRAGMA quick_check``; a file
-that is not a database or fails the check is moved aside to
-``<name>.corrupt-<timestamp>`` (with its -wal/-shm) and a fresh one is
-created. A read-only location or a full disk makes the store "down" (one log
-line) and the server carries on without it.
+Recovery (``sqlite_file``): a damaged file is moved aside and replaced; a
+read-only location or a full disk makes the store "down" (one log line) and
+the server carries on without it.
 """
 
 from __future__ import annotations
@@ -40,8 +34,9 @@ from typing import TypeVar
 
 from cache.entry import CachedCompletion
 from cache.keys import ScopeKey
-from cache.l2.base import Clock, L2Change, L2Store, key_from_json, key_to_json
+from cache.l2.base import Clock, L2Change, L2Store, key_to_json
 from cache.l2.errors import L2Corrupt
+from cache.l2.sqlite_changes import read_changes
 from cache.l2.sqlite_file import (
     default_sqlite_path,
     map_error,
@@ -278,45 +273,25 @@ class SqliteStore(L2Store):
 
     # -- live sharing ---------------------------------------------------------------
 
-    def _read_changes(self, conn: sqlite3.Connection) -> list[tuple[str, str, str | None]]:
+    def _read_changes(self, conn: sqlite3.Connection) -> list[L2Change]:
         self._flush_hits(conn)
+        # data_version moves only when another connection commits: an idle poll reads no page.
         version = conn.execute("PRAGMA data_version").fetchone()[0]
         if version == self._data_version:
             return []
         self._data_version = version
-        conn.execute("BEGIN")  # one snapshot for both reads, so no row slips between them
-        try:
-            rows = conn.execute(
-                "SELECT c.seq, c.kind, c.key, e.value FROM changes c LEFT JOIN entries e"
-                " ON e.ns = c.ns AND e.digest = c.digest"
-                " WHERE c.seq > ? AND c.ns = ? AND c.writer <> ? ORDER BY c.seq",
-                (self._last_seq, self.namespace_id, self._writer),
-            ).fetchall()
-            tail = conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0]
-        finally:
-            conn.execute("COMMIT")
-        self._last_seq = max(self._last_seq, int(tail))
-        return [(str(kind), str(key), value) for _, kind, key, value in rows]
+        ns, writer = self.namespace_id, self._writer
+        changes, self._last_seq = read_changes(conn, self._last_seq, ns, writer)
+        return changes
 
     async def poll_changes(self) -> int:
         """Deliver changes committed by other processes now; returns how many."""
         if not self._may_try():
             return 0
-        rows = await self._guard(self._run(self._read_changes), [], "poll")
-        delivered = 0
-        for kind, key_json, value in rows:
-            try:
-                key = key_from_json(key_json)
-            except ValueError:
-                continue
-            if kind == "invalidate":
-                self._publish(L2Change("invalidate", key))
-            elif value is not None and (entry := self._parse(value)) is not None:
-                self._publish(L2Change("put", key, entry))
-            else:
-                continue  # stored then already replaced or evicted
-            delivered += 1
-        return delivered
+        changes = await self._guard(self._run(self._read_changes), [], "poll")
+        for change in changes:
+            self._publish(change)
+        return len(changes)
 
     async def _poll_forever(self) -> None:
         while True:
