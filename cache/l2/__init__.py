@@ -1,10 +1,9 @@
 """Shared cache tiers under the in-process L1: SQLite (the default), Redis, or none.
 
-``open_store`` is not provided here on purpose: the server picks the store
-from its settings. Import the store you need::
-
-    from cache.l2 import SqliteStore, NullStore
-    from cache.l2.redis import RedisStore   # needs the ``scopecache[redis]`` extra
+``cache.l2.tiers`` builds the configured store from plain setting values
+(``open_l2``), names the namespace (``l2_namespace``) and prewarms L1
+(``prewarm``). ``RedisStore`` lives in ``cache.l2.redis`` and needs the
+``scopecache[redis]`` extra, so it is not imported here.
 """
 
 from cache.l2.base import L2Change, L2Store, namespace_id
@@ -19,6 +18,7 @@ from cache.l2.errors import (
 from cache.l2.memory import MemoryHub, MemoryStore, NullStore
 from cache.l2.sqlite import SqliteStore
 from cache.l2.sqlite_file import default_sqlite_path
+from cache.l2.tiers import l2_namespace, open_l2, prewarm
 
 __all__ = [
     "L2Change",
@@ -34,5 +34,8 @@ __all__ = [
     "NullStore",
     "SqliteStore",
     "default_sqlite_path",
+    "l2_namespace",
     "namespace_id",
+    "open_l2",
+    "prewarm",
 ]

@@ -13,6 +13,7 @@ from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey
 from cache.l2 import L2Change, MemoryHub, MemoryStore, NullStore, SqliteStore
 from cache.l2.sqlite_schema import CURRENT_VERSION
+from cache.l2.tiers import l2_namespace, open_l2, prewarm
 
 
 def entry(i: int, text: str = "return x", *, created_at: float = 0.0) -> CachedCompletion:
@@ -343,3 +344,30 @@ async def test_memory_fake_shares_between_instances_on_one_hub_and_degrades() ->
     hub.down = False
     assert await two.get(entry(1).key) == entry(1)
     assert two.state == "up"
+
+
+async def test_prewarm_hands_the_hottest_entries_to_l1_hottest_last(
+    open_store: Callable[..., SqliteStore],
+) -> None:
+    clock = FakeClock()
+    store = open_store(clock=clock)
+    await store.start()
+    for i in range(5):
+        clock.now += 1
+        await store.put(entry(i))
+    for _ in range(2):
+        await store.get(entry(3).key)
+    l1: dict[ScopeKey, CachedCompletion] = {}
+    assert await prewarm(store, lambda e: l1.__setitem__(e.key, e), 2) == 2
+    assert list(l1) == [entry(4).key, entry(3).key]
+
+
+async def test_open_l2_builds_the_configured_tier(tmp_path: Path) -> None:
+    ns = l2_namespace("http://up/v1/", "model-a", "team")
+    assert ns != l2_namespace("http://up/v1", "model-b", "team")
+    assert isinstance(open_l2("none", namespace=ns), NullStore)
+    store = open_l2("sqlite", namespace=ns, sqlite_path=str(tmp_path / "x.sqlite"))
+    assert isinstance(store, SqliteStore) and store.path == tmp_path / "x.sqlite"
+    await store.aclose()
+    with pytest.raises(ValueError):
+        open_l2("memcached", namespace=ns)
