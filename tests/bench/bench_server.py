@@ -1,0 +1,201 @@
+"""The language server's own costs, each against a baseline in the same run.
+
+* hit round trip: an inline completion served from L1 through the real
+  server over stdio, vs a bare pygls server answering a constant;
+* miss overhead: an upstream-served completion through the server, vs a bare
+  httpx request to the same reference service on a warm HTTP/2 connection
+  plus the floor's LSP round trip;
+* cold start: the first completion after ``initialize`` (DNS prefetch and
+  pre-connect done in the background) vs a warm one;
+* memory: server RSS with 20 open 5,000-line files and a full L1.
+
+Run: ``.venv/bin/python -m tests.bench.bench_server [--quick]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from lsp_server.client import ServerProcess
+from lsp_server.stats import percentile
+from lsp_server.upstream_process import ReferenceProcess
+from tests.bench.bench_keystroke import python_source
+
+HERE = Path(__file__).resolve().parent
+URI = "file:///bench/app.py"
+TEXT = "def greet(name):\n    message = "
+LINE, COL = 1, 14
+
+
+def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": round(value, 3),
+        "baseline": round(baseline, 3),
+        "ratio": round(value / baseline, 3) if baseline else None,
+        "unit": unit,
+    }
+
+
+async def _timed_requests(server: ServerProcess, n: int) -> list[float]:
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        await server.inline(URI, LINE, COL)
+        samples.append((time.perf_counter() - started) * 1000.0)
+    return samples
+
+
+def _options(svc: ReferenceProcess, **extra: Any) -> dict[str, Any]:
+    return {
+        "endpoint": svc.url,
+        "model": "bench",
+        "transport": {"caFile": svc.ca_file},
+        "cache": {"l2": "none"},
+        "throttle": {"minDelayMs": 0, "maxDelayMs": 0},
+        **extra,
+    }
+
+
+def _rss_kb(pid: int | None) -> int:
+    if pid is None:
+        return 0
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def _measure(quick: bool) -> list[dict[str, Any]]:
+    n = 60 if quick else 400
+    rows: list[dict[str, Any]] = []
+    corpus = HERE.parent.parent / "lsp_server" / "samples"
+    async with ReferenceProcess([corpus, _corpus_file()]) as svc:
+        floor_cmd = [sys.executable, str(HERE / "floor_server.py")]
+        async with ServerProcess({}, command=floor_cmd) as floor:
+            floor.open(URI, TEXT)
+            await _timed_requests(floor, 20)
+            floor_ms = await _timed_requests(floor, n)
+        async with ServerProcess(_options(svc)) as server:
+            server.open(URI, TEXT)
+            await _timed_requests(server, 20)  # the first one fills the cache
+            hit_ms = await _timed_requests(server, n)
+            for q in (50, 99):
+                rows.append(
+                    _row(
+                        f"hit round trip p{q} vs bare pygls constant",
+                        percentile(hit_ms, q),
+                        percentile(floor_ms, q),
+                        "ms",
+                    )
+                )
+            # misses: clear the cache before each request
+            miss_ms = []
+            for _ in range(n // 4):
+                await server.clear_cache()
+                miss_ms.extend(await _timed_requests(server, 1))
+        bare_ms = await _bare_httpx(svc, n // 4)
+        floor_p50 = percentile(floor_ms, 50)
+        rows.append(
+            _row(
+                "miss p50 vs bare httpx + LSP floor",
+                percentile(miss_ms, 50),
+                percentile(bare_ms, 50) + floor_p50,
+                "ms",
+            )
+        )
+        rows.append(
+            _row(
+                "miss overhead over bare httpx + LSP floor (p50)",
+                percentile(miss_ms, 50) - percentile(bare_ms, 50) - floor_p50,
+                1.0,
+                "ms",
+            )
+        )
+        rows.extend(await _cold_start(svc, 3 if quick else 8))
+        rows.append(await _memory(svc, quick))
+    return rows
+
+
+def _corpus_file() -> Path:
+    path = Path("/tmp/scopecache-bench-corpus.py")
+    path.write_text('def greet(name):\n    message = "Hello, " + name.title()\n')
+    return path
+
+
+async def _bare_httpx(svc: ReferenceProcess, n: int) -> list[float]:
+    assert svc.ca_file is not None
+    ctx = ssl.create_default_context(cafile=svc.ca_file)
+    samples = []
+    async with httpx.AsyncClient(http2=True, verify=ctx) as client:
+        body = {"model": "bench", "prompt": TEXT, "suffix": "", "max_tokens": 64, "stream": True}
+        for i in range(n + 5):
+            started = time.perf_counter()
+            async with client.stream("POST", svc.url + "/completions", json=body) as response:
+                async for _ in response.aiter_lines():
+                    pass
+            if i >= 5:
+                samples.append((time.perf_counter() - started) * 1000.0)
+    return samples
+
+
+async def _cold_start(svc: ReferenceProcess, rounds: int) -> list[dict[str, Any]]:
+    first, warm = [], []
+    for _ in range(rounds):
+        async with ServerProcess(_options(svc)) as server:
+            server.open(URI, TEXT)
+            await asyncio.sleep(0.3)  # an editor's first keystroke comes later than this
+            first.extend(await _timed_requests(server, 1))
+            await server.clear_cache()
+            warm.extend(await _timed_requests(server, 1))
+    return [
+        _row(
+            "first completion after initialize vs warm (p50)",
+            percentile(first, 50),
+            percentile(warm, 50),
+            "ms",
+        )
+    ]
+
+
+async def _memory(svc: ReferenceProcess, quick: bool) -> dict[str, Any]:
+    files = 4 if quick else 20
+    lines = 1_000 if quick else 5_000
+    async with ServerProcess(_options(svc, cache={"l2": "none", "capacity": 2048})) as server:
+        await server.stats()
+        baseline = _rss_kb(server.pid)
+        source = python_source(lines)
+        for i in range(files):
+            server.open(f"file:///bench/f{i}.py", source)
+        # fill L1 with distinct answers: one function name per document
+        fills = 200 if quick else 2048
+        for i in range(fills):
+            uri = f"file:///bench/m{i}.py"
+            server.open(uri, TEXT.replace("greet", f"greet{i}"))
+            await server.inline(uri, LINE, COL)
+            server.close(uri)
+        await server.stats()
+        loaded = _rss_kb(server.pid)
+    return _row(
+        f"server RSS, {files} x {lines}-line files + {fills} L1 entries vs idle",
+        loaded / 1024,
+        baseline / 1024,
+        "MiB",
+    )
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    """Measure and return the rows."""
+    return asyncio.run(_measure(quick))
+
+
+if __name__ == "__main__":
+    for row in run("--quick" in sys.argv):
+        print(row)
