@@ -17,7 +17,8 @@ from cache.l2 import namespace_id
 
 pytestmark = pytest.mark.e2e
 
-ROUNDS = 12
+#: rounds per run; a soak run raises it (SCOPECACHE_CRASH_ROUNDS=200)
+ROUNDS = int(os.environ.get("SCOPECACHE_CRASH_ROUNDS", "12"))
 
 #: a writer that stores entries as fast as it can and prints each key once its put returned
 WRITER = textwrap.dedent(
@@ -46,7 +47,7 @@ WRITER = textwrap.dedent(
 
 
 def run_and_kill(path: Path, round_no: int, kill_after: int) -> list[str]:
-    """Start a writer, SIGKILL it once it reported ``kill_after`` commits; return what it reported."""
+    """Start a writer, SIGKILL it after ``kill_after`` reported commits; return all reported."""
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(path), str(round_no)],
         stdout=subprocess.PIPE,

@@ -194,7 +194,7 @@ async def test_poisoned_stream_entries_are_acknowledged_and_sync_continues(
 
 
 async def test_redis_killed_and_restarted_mid_session_is_survived_and_sync_resumes(
-    session: Callable[..., Any], redis_server: RedisServer
+    session: Callable[..., Any], redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     one, two = await session(), await session()
     seen = recorder(two)
@@ -212,6 +212,10 @@ async def test_redis_killed_and_restarted_mid_session_is_survived_and_sync_resum
     await one.put(entry(3))
     await wait_for(lambda: any(c.entry == entry(3) for c in seen))
     assert await two.get(entry(3).key) == entry(3)
+    messages = [r.getMessage() for r in caplog.records if r.name == "cache.l2.base"]
+    # One line per store when it goes down and one when it returns, not one per call.
+    assert sum("is down" in m for m in messages) == 2
+    assert sum("back up" in m for m in messages) == 2
 
 
 async def test_redis_keys_are_hmac_hex_and_hold_no_source_or_namespace_text(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -371,3 +372,14 @@ async def test_open_l2_builds_the_configured_tier(tmp_path: Path) -> None:
     await store.aclose()
     with pytest.raises(ValueError):
         open_l2("memcached", namespace=ns)
+
+
+def test_redis_store_without_the_client_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cache.l2 import L2MissingExtra
+    from cache.l2.redis import RedisStore
+
+    monkeypatch.setitem(sys.modules, "redis.asyncio", None)  # as if not installed
+    with pytest.raises(L2MissingExtra, match=r"scopecache\[redis\]"):
+        RedisStore("redis://127.0.0.1:1/0", "ns")
