@@ -1,11 +1,14 @@
 # Every target sets itself up: a virtualenv in .venv with the package and its
-# extras installed in editable mode.
+# extras installed in editable mode; the VS Code extension's Node packages
+# from its package-lock.json.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-install
+NPM ?= npm
+VSCODE := editors/vscode
 
-.PHONY: setup demo test lint typecheck unit bench soak clean
+.PHONY: setup demo test lint typecheck unit vscode vsix bench bench-quick soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,18 +22,31 @@ demo: setup
 	$(BIN)/scopecache demo
 
 lint: setup
-	$(BIN)/ruff check lsp_server cache transport tests
+	$(BIN)/ruff check lsp_server cache transport tests $(VSCODE)/scripts
+	$(BIN)/python $(VSCODE)/scripts/settings_schema.py --check
 
 typecheck: setup
 	$(BIN)/mypy
 
+# The VS Code extension: install, compile, lint, unit tests (its end-to-end
+# test runs inside the Python suite, against the real server).
+vscode: setup
+	cd $(VSCODE) && $(NPM) ci --no-audit --no-fund
+	cd $(VSCODE) && $(NPM) run compile && $(NPM) run lint && $(NPM) run test:unit
+
+vsix: vscode
+	cd $(VSCODE) && $(NPM) run package
+
 unit: setup
 	$(BIN)/pytest -q
 
-test: lint typecheck unit
+test: lint typecheck vscode unit
 
 bench: setup
 	$(BIN)/python -m tests.bench
 
+bench-quick: setup
+	$(BIN)/python -m tests.bench --quick
+
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache $(VSCODE)/node_modules
