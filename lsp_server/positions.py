@@ -72,6 +72,7 @@ class TextBuffer:
         self._shift_from = 1
         self._shift = 0
         self._lone_cr = 0
+        self.ascii = True
         self.set_text(data)
 
     def set_text(self, data: bytes | bytearray) -> None:
@@ -82,6 +83,8 @@ class TextBuffer:
         self._shift_from = len(self._starts)
         self._shift = 0
         self._lone_cr = self._count_lone_cr(0, len(self.data))
+        #: the whole text is ASCII, so every encoding's column is a byte column
+        self.ascii = self.data.isascii()
 
     def __len__(self) -> int:
         return len(self.data)
@@ -145,6 +148,8 @@ class TextBuffer:
         old_lone = self._count_lone_cr(region_start, old_region_end)
 
         self.data[start:end] = new
+        # stays True while only ASCII is typed; a deletion never rescans the file
+        self.ascii = self.ascii and new.isascii()
         delta = len(new) - (end - start)
         region_end = old_region_end + delta
         found = [
@@ -174,6 +179,9 @@ class TextBuffer:
             return ResolvedPosition(offset, line, char, True)
         start = self.line_start(line)
         end = self.line_end(line)
+        if self.ascii:
+            column = min(character, end - start)
+            return ResolvedPosition(start + column, line, column, clamped or column < character)
         column, snapped = byte_column(self.data, start, end, character, encoding)
         offset = start + column
         char = character
@@ -187,6 +195,8 @@ class TextBuffer:
         line = self.line_of(offset)
         start = self.line_start(line)
         offset = min(offset, self.line_end(line))
+        if self.ascii:
+            return line, offset - start
         return line, character_column(self.data[start:offset], encoding)
 
     def _settle(self, line: int) -> None:
