@@ -132,37 +132,40 @@ class TextBuffer:
         return self.ts_point(len(self.data))
 
     def replace(self, start: int, end: int, new: bytes) -> None:
-        """Replace bytes ``[start, end)`` with ``new``, keeping the line index exact."""
-        n = len(self.data)
+        """Replace bytes ``[start, end)`` with ``new``, keeping the line index exact.
+
+        Only a window one byte wider than the edit on each side is rescanned
+        (wider still where it would cut a CRLF): that is where a CR can join
+        an LF or a line break can appear or vanish. Line starts outside it
+        stay, or shift by the size difference.
+        """
+        data = self.data
+        n = len(data)
         start = max(0, min(start, n))
         end = max(start, min(end, n))
-        first = self.line_of(start)
-        last = self.line_of(end)
-        if first > 0 and start == self.line_start(first):
-            # text inserted right after a CR may join it into a CRLF
-            first -= 1
+        lo = max(0, start - 1)
+        if 0 < lo < n and data[lo - 1 : lo + 1] == b"\r\n":
+            lo -= 1
+        hi = min(n, end + 1)
+        if 0 < hi < n and data[hi - 1 : hi + 1] == b"\r\n":
+            hi += 1
+        # index range of the line starts s with lo < s <= hi
+        first = self.line_of(lo) + 1
+        last = self.line_of(hi)
         self._settle(last + 1)
-        region_start = self._starts[first]
-        has_next = last + 1 < len(self._starts)
-        old_region_end = self._starts[last + 1] + self._shift if has_next else n
-        old_lone = self._count_lone_cr(region_start, old_region_end)
+        old_lone = self._count_lone_cr(lo, hi)
 
-        self.data[start:end] = new
+        data[start:end] = new
         # stays True while only ASCII is typed; a deletion never rescans the file
         self.ascii = self.ascii and new.isascii()
         delta = len(new) - (end - start)
-        region_end = old_region_end + delta
-        found = [
-            m.end() for m in _TERMINATOR.finditer(self.data, region_start, region_end)
-        ]
-        if has_next and found and found[-1] == region_end:
-            found.pop()  # that line start is already in the index
-        self._starts[first + 1 : last + 1] = found
-        self._shift_from = first + 1 + len(found)
+        found = [m.end() for m in _TERMINATOR.finditer(data, lo, hi + delta)]
+        self._starts[first : last + 1] = found
+        self._shift_from = first + len(found)
         self._shift += delta
         if self._shift_from >= len(self._starts):
             self._shift_from, self._shift = len(self._starts), 0
-        self._lone_cr += self._count_lone_cr(region_start, region_end) - old_lone
+        self._lone_cr += self._count_lone_cr(lo, hi + delta) - old_lone
 
     def resolve(
         self, line: int, character: int, encoding: PositionEncodingKind
