@@ -8,9 +8,11 @@ fingerprints make it exact, and because they cover only scope-local text an
 edit outside the enclosing scope leaves the key unchanged.
 
 ``LineAnchor`` identifies "the same place" for typed-through lookups: the
-text of the few lines before the cursor's line and the suffix. Typing on the
-current line does not change it, so a cached suggestion whose start the user
-has typed can be found from the anchor plus the current line prefix.
+scope-local text before the cursor's line (bounded to ``ANCHOR_CHARS``) and
+the suffix. Typing on the current line does not change it, so a cached
+suggestion whose start the user has typed can be found from the anchor plus
+the current line prefix; and because it covers the scope's text, two places
+that merely share a few lines (``@dataclass`` above two classes) differ.
 
 Both are immutable and hash once. Fingerprints are 64-bit BLAKE2b digests of
 bounded text: nothing here ever hashes a whole file.
@@ -19,10 +21,9 @@ bounded text: nothing here ever hashes a whole file.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 
-#: how many lines before the cursor's line form a ``LineAnchor``
-ANCHOR_LINES = 3
+#: how much of the text before the cursor's line a ``LineAnchor`` covers
+ANCHOR_CHARS = 1000
 
 
 def fingerprint(text: str) -> int:
@@ -113,17 +114,18 @@ class LineAnchor:
         object.__setattr__(self, "_hash", hash((language, context_fp, suffix_fp)))
 
     @classmethod
-    def build(
-        cls, *, language: str, preceding_lines: Sequence[str], suffix_text: str
-    ) -> LineAnchor:
-        """Build the anchor from the last ``ANCHOR_LINES`` lines before the cursor's line."""
-        context = "\n".join(preceding_lines[-ANCHOR_LINES:])
-        return cls(language, fingerprint(context), fingerprint(suffix_text))
+    def build(cls, *, language: str, context: str, suffix_text: str) -> LineAnchor:
+        """Build the anchor from the text before the cursor's line and the suffix.
 
-    def with_context(self, preceding_lines: Sequence[str]) -> LineAnchor:
+        ``context`` is the scope-local text up to the start of the line (it
+        ends with the previous line's newline); only its last
+        ``ANCHOR_CHARS`` characters count.
+        """
+        return cls(language, fingerprint(context[-ANCHOR_CHARS:]), fingerprint(suffix_text))
+
+    def with_context(self, context: str) -> LineAnchor:
         """The anchor of another line under the same suffix (for multi-line continuations)."""
-        context = "\n".join(preceding_lines[-ANCHOR_LINES:])
-        return LineAnchor(self.language, fingerprint(context), self.suffix_fp)
+        return LineAnchor(self.language, fingerprint(context[-ANCHOR_CHARS:]), self.suffix_fp)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("LineAnchor is immutable")

@@ -4,8 +4,8 @@
 ``ScopeKey`` and in the typed-through index under its anchor and line prefix.
 A multi-line answer (lines l0, l1, ...) also registers continuation entries in
 the index only: continuation ``i`` is anchored where line ``i`` starts once
-the user has written the lines before it (preceding lines
-``(preceding_lines + [line_prefix + l0] + [l1..l(i-1)])[-3:]``, same suffix),
+the user has written the lines before it (the context followed by
+``line_prefix + l0`` and each later line, same suffix),
 with an empty stored line prefix and the rest of the answer from that line.
 An auto-indenting editor's ``"    "`` is a prefix of that rest, so the
 typed-through rule serves it.
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -98,7 +98,7 @@ class CompletionStore:
         line_prefix: str,
         text: str,
         *,
-        preceding_lines: Sequence[str],
+        context: str,
         origin: str = "upstream",
     ) -> CachedCompletion | None:
         """Store an answer once (plus continuations for its later lines); empty text is not."""
@@ -113,7 +113,7 @@ class CompletionStore:
             origin=origin,
         )
         if self._store(entry):
-            self._register(entry, self._continuations(entry, preceding_lines))
+            self._register(entry, self._continuations(entry, context))
         return entry
 
     def add_entry(self, entry: CachedCompletion) -> None:
@@ -183,13 +183,12 @@ class CompletionStore:
             return False  # too large for the policy
         return key in self._policy  # "none" keeps nothing
 
-    def _continuations(
-        self, entry: CachedCompletion, preceding_lines: Sequence[str]
-    ) -> list[CachedCompletion]:
+    def _continuations(self, entry: CachedCompletion, context: str) -> list[CachedCompletion]:
         lines = entry.text.split("\n")
         if len(lines) < 2:
             return []
-        context = list(preceding_lines) + [entry.line_prefix + lines[0]]
+        # the text before line i once the user has written the lines before it
+        context = context + entry.line_prefix + lines[0] + "\n"
         out = []
         for i in range(1, len(lines)):
             rest = "\n".join(lines[i:])
@@ -204,7 +203,7 @@ class CompletionStore:
                         origin="continuation",
                     )
                 )
-            context.append(lines[i])
+            context += lines[i] + "\n"
         return out
 
     def _register(self, entry: CachedCompletion, continuations: list[CachedCompletion]) -> None:

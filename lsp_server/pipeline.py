@@ -73,7 +73,7 @@ def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
         suffix_text=ctx.suffix,
     )
     anchor = LineAnchor.build(
-        language=ctx.language, preceding_lines=ctx.preceding_lines, suffix_text=ctx.suffix
+        language=ctx.language, context=ctx.line_context, suffix_text=ctx.suffix
     )
     return key, anchor
 
@@ -202,7 +202,6 @@ class CompletionPipeline:
             multiline=self.completion.multiline and ctx.block_opener,
             request_id=f"r{next(self._ids)}",
         )
-        preceding = tuple(ctx.preceding_lines)
         started = self._clock()
 
         def on_complete(stream: InflightStream) -> None:
@@ -214,7 +213,7 @@ class CompletionPipeline:
                 anchor,
                 ctx.line_prefix,
                 stream.text,
-                preceding_lines=preceding,
+                context=ctx.line_context,
             )
             if entry is not None:
                 self._share(entry)

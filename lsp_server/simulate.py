@@ -141,7 +141,7 @@ def collect_requests(
                     anchor=anchor,
                     line_prefix=ctx.line_prefix,
                     line_suffix=ctx.line_suffix,
-                    preceding_lines=tuple(ctx.preceding_lines),
+                    line_context=ctx.line_context,
                     before_fp=fingerprint(before),
                     after_fp=fingerprint("\n".join(after_lines)),
                     suffix_fp=fingerprint(ctx.suffix),

@@ -52,7 +52,8 @@ class SimRequest:
     anchor: LineAnchor
     line_prefix: str
     line_suffix: str
-    preceding_lines: tuple[str, ...]
+    #: scope-local text before the cursor's line (what line anchors cover)
+    line_context: str
     #: fingerprint of the document text before the cursor's line
     before_fp: int
     #: fingerprint of the document text after the cursor
@@ -174,7 +175,7 @@ class ScopeDesign:
             req.anchor,
             req.line_prefix,
             raw,
-            preceding_lines=req.preceding_lines,
+            context=req.line_context,
         )
 
 

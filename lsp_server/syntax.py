@@ -18,6 +18,9 @@ Rules, chosen to stay stable while the user types incomplete code:
   and neither it nor anything inside it is an enclosing scope. So a new line
   at column 0 after a function is at module level, and the same line indented
   stays in the function's body.
+* **Line context**: the scope enclosing the end of the text before the
+  cursor's line (its last non-whitespace byte) decides where
+  ``line_context`` starts; what is typed on the line itself never moves it.
 * **Windows**: ``scope_prefix`` runs from the start of the enclosing scope to
   the cursor (last ``scope_chars`` characters); ``suffix`` runs from the
   cursor for ``suffix_lines``/``suffix_chars`` but never past the end of the
@@ -66,6 +69,10 @@ class SyntaxContext:
     line_prefix: str
     line_suffix: str
     preceding_lines: tuple[str, ...]
+    #: scope-local text before the cursor's line: from the start of the scope
+    #: enclosing the line's start (so typing on the line never changes it) to
+    #: the line start, last ``scope_chars`` characters
+    line_context: str
     prefix: str
     suffix: str
     at_line_start: bool
@@ -123,6 +130,7 @@ def syntax_context(
             line_prefix=line_prefix,
             line_suffix=line_suffix,
             preceding_lines=preceding,
+            line_context=_tail(data, max(0, line_start - 4 * scope_chars), line_start, scope_chars),
             prefix=prefix,
             suffix=_head(data, off, suffix_end, suffix_chars),
             at_line_start=at_line_start,
@@ -141,9 +149,11 @@ def syntax_context(
     named = [n for n in path if n.is_named]
     node = closed if closed is not None else named[-1]
     parents = [n for n in named if n != node and n.type != _ERROR]
-    scopes = [n for n in path[:-1] if n.type in spec.scope_types] if closed else [
-        n for n in path if n.type in spec.scope_types
-    ]
+    scopes = (
+        [n for n in path[:-1] if n.type in spec.scope_types]
+        if closed
+        else [n for n in path if n.type in spec.scope_types]
+    )
     root = tree.root_node
     if not scopes or scopes[0] != root:
         scopes.insert(0, root)
@@ -165,6 +175,7 @@ def syntax_context(
         line_prefix=line_prefix,
         line_suffix=line_suffix,
         preceding_lines=preceding,
+        line_context=_line_context(tree, spec, data, line_start, scope_chars),
         prefix=prefix,
         suffix=_head(data, off, min(suffix_end, max(off, scope_end)), suffix_chars),
         at_line_start=at_line_start,
@@ -172,6 +183,20 @@ def syntax_context(
         parsed=True,
         clamped=where.clamped,
     )
+
+
+def _line_context(
+    tree: Tree, spec: LanguageSpec, data: bytearray, line_start: int, scope_chars: int
+) -> str:
+    """Scope-local text before the line, from the scope enclosing the line's start."""
+    window = max(0, line_start - 4 * scope_chars)
+    head = data[window:line_start].rstrip()
+    scope_start = 0
+    if head:
+        for node in _path_to(tree, window + len(head) - 1):
+            if node.type in spec.scope_types and node != tree.root_node:
+                scope_start = node.start_byte
+    return _tail(data, max(window, scope_start), line_start, scope_chars)
 
 
 def _path_to(tree: Tree, byte: int) -> list[Node]:

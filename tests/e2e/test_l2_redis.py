@@ -16,6 +16,7 @@ from cache.keys import LineAnchor, ScopeKey
 from cache.l2 import L2Change
 from cache.l2.base import key_to_json
 from cache.l2.redis import RedisStore
+from tests.support.text import lines_text
 
 try:
     from tests.support.redis_server import RedisServer, redis_available
@@ -35,10 +36,14 @@ NAMESPACE = "https://models.example/v1|coder-7b|team-a"
 
 def entry(i: int, text: str = "return x") -> CachedCompletion:
     key = ScopeKey.build(
-        language="python", scope_depth=2, node_type="call", parent_type="block",
-        scope_text=f"SECRET_SOURCE_{i}", suffix_text="",
+        language="python",
+        scope_depth=2,
+        node_type="call",
+        parent_type="block",
+        scope_text=f"SECRET_SOURCE_{i}",
+        suffix_text="",
     )
-    anchor = LineAnchor.build(language="python", preceding_lines=[f"l{i}"], suffix_text="")
+    anchor = LineAnchor.build(language="python", context=lines_text([f"l{i}"]), suffix_text="")
     return CachedCompletion(key=key, anchor=anchor, line_prefix="    ", text=f"{text} + {i}")
 
 
@@ -137,8 +142,13 @@ async def test_redelivered_event_is_applied_once(session: Callable[..., Any], ra
     one, two = await session(), await session()
     seen = recorder(two)
     value = entry(5).to_json()
-    fields = {"op": "put", "id": "op-5", "src": "a-session-elsewhere",
-              "key": key_to_json(entry(5).key), "v": value}
+    fields = {
+        "op": "put",
+        "id": "op-5",
+        "src": "a-session-elsewhere",
+        "key": key_to_json(entry(5).key),
+        "v": value,
+    }
     await raw.xadd(one.stream_key, fields)
     await raw.xadd(one.stream_key, fields)  # the same op_id delivered again
     await raw.xadd(one.stream_key, {**fields, "id": "op-6"})  # a new op for the same entry
@@ -159,8 +169,13 @@ async def test_pending_event_of_a_dead_consumer_is_claimed_and_applied(
     assert (await raw.xpending(writer.stream_key, group))["pending"] == 1
 
     restarted = RedisStore(
-        writer_url(raw), NAMESPACE, secret=b"team-secret", consumer_group=group,
-        block_ms=100, claim_idle_ms=50, claim_interval=0.1,
+        writer_url(raw),
+        NAMESPACE,
+        secret=b"team-secret",
+        consumer_group=group,
+        block_ms=100,
+        claim_idle_ms=50,
+        claim_interval=0.1,
     )
     seen = recorder(restarted)
     await restarted.start()
@@ -184,8 +199,16 @@ async def test_poisoned_stream_entries_are_acknowledged_and_sync_continues(
     seen = recorder(two)
     await raw.xadd(one.stream_key, {"garbage": b"\xff\xfe"})
     await raw.xadd(one.stream_key, {"op": "put", "id": "x", "src": "y", "key": "nope", "v": "{"})
-    await raw.xadd(one.stream_key, {"op": "put", "id": "z", "src": "y",
-                                    "key": key_to_json(entry(1).key), "v": entry(2).to_json()})
+    await raw.xadd(
+        one.stream_key,
+        {
+            "op": "put",
+            "id": "z",
+            "src": "y",
+            "key": key_to_json(entry(1).key),
+            "v": entry(2).to_json(),
+        },
+    )
     await one.put(entry(4))
     await wait_for(lambda: len(seen) == 1)
     assert seen[0].entry == entry(4)
@@ -263,4 +286,3 @@ async def test_hottest_returns_the_most_hit_entries_of_the_namespace(
     await eventually(hits_recorded)
     hot = await store.hottest(2)
     assert hot == [entry(2), entry(1)]
-

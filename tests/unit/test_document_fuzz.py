@@ -174,7 +174,7 @@ class DocumentSync(RuleBasedStateMachine):
             suffix_text=ctx.suffix,
         )
         LineAnchor.build(
-            language=ctx.language, preceding_lines=ctx.preceding_lines, suffix_text=ctx.suffix
+            language=ctx.language, context=ctx.line_context, suffix_text=ctx.suffix
         )
         assert 0 <= ctx.offset <= len(doc.data)
         assert ctx.scope_depth == max(0, len(ctx.scope_chain) - 1)

@@ -15,6 +15,7 @@ from cache.keys import LineAnchor, ScopeKey
 from cache.l2 import L2Change, MemoryHub, MemoryStore, NullStore, SqliteStore
 from cache.l2.sqlite_schema import CURRENT_VERSION
 from cache.l2.tiers import l2_namespace, open_l2, prewarm
+from tests.support.text import lines_text
 
 
 def entry(i: int, text: str = "return x", *, created_at: float = 0.0) -> CachedCompletion:
@@ -26,7 +27,9 @@ def entry(i: int, text: str = "return x", *, created_at: float = 0.0) -> CachedC
         scope_text=f"def f{i}(x):\n    ",
         suffix_text="",
     )
-    anchor = LineAnchor.build(language="python", preceding_lines=[f"def f{i}(x):"], suffix_text="")
+    anchor = LineAnchor.build(
+        language="python", context=lines_text([f"def f{i}(x):"]), suffix_text=""
+    )
     return CachedCompletion(
         key=key, anchor=anchor, line_prefix="    ", text=f"{text} + {i}", created_at=created_at
     )
@@ -62,8 +65,10 @@ async def test_put_then_get_returns_the_same_entry(open_store: Callable[..., Sql
     await store.put(entry(1))
     assert await store.get(entry(1).key) == entry(1)
     assert await store.get(entry(2).key) is None
-    assert store.stats() | {"kind": "sqlite", "state": "up", "hits": 1, "misses": 1, "size": 1} \
+    assert (
+        store.stats() | {"kind": "sqlite", "state": "up", "hits": 1, "misses": 1, "size": 1}
         == store.stats()
+    )
 
 
 async def test_put_replaces_the_entry_under_the_same_key(
@@ -247,8 +252,9 @@ async def test_garbage_file_is_moved_aside_and_a_fresh_store_works(
     assert await store.get(entry(1).key) == entry(1)
     aside = list(tmp_path.glob("l2.sqlite.corrupt-*"))
     assert len(aside) == 1 and aside[0].read_bytes().startswith(b"this is not")
-    assert any("damaged" in r.getMessage() and "moved it to" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        "damaged" in r.getMessage() and "moved it to" in r.getMessage() for r in caplog.records
+    )
 
 
 async def test_truncated_database_is_moved_aside_and_recovered(

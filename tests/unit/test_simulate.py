@@ -103,14 +103,8 @@ def test_scope_hits_most_requests_and_is_mostly_useful(one_file: Path) -> None:
     assert result.useful > 0.9 * result.with_expect
 
 
-ANCHOR_COLLISION = (
-    "LineAnchor is the three preceding lines plus the suffix, which is empty while typing "
-    "top to bottom: typed-through serves an answer from another place with the same three "
-    "lines (e.g. after '@dataclass' or 'from __future__ import annotations')"
-)
 
 
-@pytest.mark.xfail(reason=ANCHOR_COLLISION, strict=False)
 def test_scope_serves_no_stale_text_within_one_file(one_file: Path) -> None:
     requests = collect_requests(one_file)
     (result,) = simulate.simulate(requests, policies=["hybrid"], capacities=[256])
@@ -118,7 +112,6 @@ def test_scope_serves_no_stale_text_within_one_file(one_file: Path) -> None:
     assert result.stale == 0
 
 
-@pytest.mark.xfail(reason=ANCHOR_COLLISION, strict=False)
 def test_scope_serves_no_stale_text_across_files(two_files: Path) -> None:
     requests = collect_requests(two_files)
     (result,) = simulate.simulate(requests, policies=["hybrid"], capacities=[256])

@@ -198,7 +198,7 @@ def test_line_anchor_ignores_typing_on_the_current_line(store: DocumentStore) ->
 
     def anchor(ctx: SyntaxContext) -> LineAnchor:
         return LineAnchor.build(
-            language=ctx.language, preceding_lines=ctx.preceding_lines, suffix_text=ctx.suffix
+            language=ctx.language, context=ctx.line_context, suffix_text=ctx.suffix
         )
 
     assert anchor(after) == anchor(before)

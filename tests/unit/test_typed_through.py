@@ -7,13 +7,14 @@ from cache.keys import LineAnchor, ScopeKey
 from cache.policies import make_policy
 from cache.store import CompletionStore
 from cache.typed import TypedThroughIndex
+from tests.support.text import lines_text
 
 ABOVE = ["def area(r):", '    """Circle area."""']
 SUFFIX = "\n\nprint(area(2))\n"
 
 
 def anchor(lines: list[str] = ABOVE, suffix: str = SUFFIX) -> LineAnchor:
-    return LineAnchor.build(language="python", preceding_lines=lines, suffix_text=suffix)
+    return LineAnchor.build(language="python", context=lines_text(lines), suffix_text=suffix)
 
 
 def key(scope: str = "def area(r):\n    ") -> ScopeKey:
@@ -93,7 +94,7 @@ def test_typed_through_index_splits_and_prunes_shared_prefixes() -> None:
 def test_multiline_continuation_is_served_after_enter_with_auto_indent() -> None:
     store = CompletionStore(make_policy("lru", 16))
     text = "if r < 0:\n        raise ValueError(r)\n    return 3.14159 * r * r"
-    store.put(key(), anchor(), "    ", text, preceding_lines=ABOVE)
+    store.put(key(), anchor(), "    ", text, context=lines_text(ABOVE))
     # the user accepted line 0 and pressed Enter: the editor auto-indented 8 spaces
     next_lines = [*ABOVE, "    if r < 0:"]
     hit = store.lookup(key("changed scope"), anchor(next_lines), "        ")
@@ -107,7 +108,7 @@ def test_multiline_continuation_is_served_after_enter_with_auto_indent() -> None
 
 def test_typed_through_survives_typing_but_not_a_suffix_change() -> None:
     store = CompletionStore(make_policy("hybrid", 16))
-    store.put(key(), anchor(), "    ", "return 3.14159 * r * r", preceding_lines=ABOVE)
+    store.put(key(), anchor(), "    ", "return 3.14159 * r * r", context=lines_text(ABOVE))
     assert store.lookup(key("typed"), anchor(), "    return 3") is not None
     assert store.lookup(key("typed"), anchor(suffix="\nother\n"), "    return 3") is None
 
@@ -116,7 +117,9 @@ def test_index_is_pruned_when_the_policy_evicts() -> None:
     store = CompletionStore(make_policy("lru", 2))
     for i in range(10):
         place = anchor([f"line {i}"])
-        store.put(key(f"s{i}"), place, "", f"value_{i}\nmore_{i}", preceding_lines=[f"line {i}"])
+        store.put(
+            key(f"s{i}"), place, "", f"value_{i}\nmore_{i}", context=lines_text([f"line {i}"])
+        )
     assert len(store) == 2
     assert store.index_size == 4  # two answers and their continuations
     assert store.lookup(key("x"), anchor(["line 0"]), "val") is None
