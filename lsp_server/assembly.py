@@ -10,6 +10,7 @@ import logging
 import os
 from typing import Any
 
+from cache.heat import ContextHeat
 from cache.l2.base import L2Store
 from cache.policies import make_policy
 from cache.store import CompletionStore
@@ -86,10 +87,10 @@ def store_signature(settings: Settings) -> tuple[Any, ...]:
     return (c.policy, c.capacity, c.k, c.alpha, c.ttl_seconds)
 
 
-def build_store(settings: Settings) -> CompletionStore:
-    """The L1 store with the configured policy."""
+def build_store(settings: Settings, heat: ContextHeat | None = None) -> CompletionStore:
+    """The L1 store with the configured policy (``heat`` drives hybrid's alpha "auto")."""
     c = settings.cache
-    policy = make_policy(c.policy, c.capacity, k=c.k, alpha=c.alpha, ttl=c.ttl_seconds)
+    policy = make_policy(c.policy, c.capacity, k=c.k, alpha=c.alpha, ttl=c.ttl_seconds, heat=heat)
     return CompletionStore(policy)
 
 

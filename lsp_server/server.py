@@ -18,6 +18,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from cache.heat import ContextHeat, line_entropy
 from cache.l2.base import L2Change, L2Store
 from cache.store import CompletionStore
 from lsp_server import assembly
@@ -76,7 +77,8 @@ class ScopecacheServer(LanguageServer):
         self._host_store = store
         self._host_l2 = l2
         self.backend: CompletionBackend | None = None
-        self.store: CompletionStore = store or assembly.build_store(self.settings)
+        self.heat = ContextHeat()
+        self.store: CompletionStore = store or assembly.build_store(self.settings, self.heat)
         self.l2: SharedTier | None = l2
         self._own_l2: L2Store | None = None
         self._signatures: dict[str, tuple[Any, ...]] = {}
@@ -105,7 +107,7 @@ class ScopecacheServer(LanguageServer):
         self.throttle.max_delay = t.max_delay_ms / 1000.0
         self.throttle.line_start_immediate = t.line_start_immediate
         if self._host_store is None and self._changed("store", assembly.store_signature(settings)):
-            self.store = assembly.build_store(settings)
+            self.store = assembly.build_store(settings, self.heat)
         if self._host_backend is not None:
             self.backend = self._host_backend
         elif self._changed("backend", assembly.backend_signature(settings)):
@@ -237,14 +239,20 @@ class ScopecacheServer(LanguageServer):
         )
 
     async def suggest(
-        self, uri: str, position: types.Position
+        self, uri: str, position: types.Position, *, automatic: bool = True
     ) -> tuple[Suggestion, str, SyntaxContext] | None:
-        """A suggestion at ``position`` with its item id, or None."""
+        """A suggestion at ``position`` with its item id, or None.
+
+        ``automatic`` tells whether the editor asked by itself while the user
+        typed (rather than the user invoking completion): it feeds the hybrid
+        policy's context weight.
+        """
         ctx = self.context_at(uri, position)
         if ctx is None:
             self.stats.requests += 1
             self.stats.record_empty(0.0)
             return None
+        self.heat.record(automatic=automatic, entropy=line_entropy(ctx.line_prefix))
         doc = self.documents.get(uri)
         version = doc.version if doc is not None else None
 

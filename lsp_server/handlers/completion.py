@@ -22,7 +22,11 @@ def register(server: ScopecacheServer) -> None:
     async def completion(
         ls: ScopecacheServer, params: types.CompletionParams
     ) -> types.CompletionList:
-        result = await ls.suggest(params.text_document.uri, params.position)
+        invoked = (
+            params.context is not None
+            and params.context.trigger_kind == types.CompletionTriggerKind.Invoked
+        )
+        result = await ls.suggest(params.text_document.uri, params.position, automatic=not invoked)
         if result is None:
             return types.CompletionList(is_incomplete=True, items=[])
         suggestion, item_id, ctx = result

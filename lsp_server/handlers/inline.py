@@ -16,7 +16,8 @@ def register(server: ScopecacheServer) -> None:
     async def inline_completion(
         ls: ScopecacheServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
-        result = await ls.suggest(params.text_document.uri, params.position)
+        automatic = params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
+        result = await ls.suggest(params.text_document.uri, params.position, automatic=automatic)
         if result is None:
             return types.InlineCompletionList(items=[])
         suggestion, item_id, ctx = result
