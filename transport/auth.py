@@ -3,15 +3,20 @@
 ``AuthProvider`` is what the HTTP backend asks for headers. ``header()`` is
 on the request path, so it must answer from memory whenever a valid
 credential is cached; fetching belongs in ``start()`` and in background
-refreshes. ``on_rejected()`` is called once when the service answers
-401/403, to force one refresh before the single retry. ``secrets()`` lists
-the values that must never appear in logs (the backend's redaction filter
-uses it).
+refreshes. ``on_rejected(headers)`` is called once when the service
+answers 401/403 to the request that carried ``headers``, to force one
+refresh before the single retry. ``secrets()`` lists the values that must
+never appear in logs (the backend's redaction filter uses it).
 
-``StaticKeyAuth`` (``auth.kind = "static"``) reads the environment variable
-named by ``apiKeyEnv`` at request time, so a key exported after start-up is
-picked up; no variable, no header. The token-fetching kinds
-(``oauth2-client-credentials``, ``command``) implement the same interface.
+The kinds (``auth.kind``):
+
+- ``static``: ``StaticKeyAuth`` reads the environment variable named by
+  ``apiKeyEnv`` at request time, so a key exported after start-up is picked
+  up; no variable, no header.
+- ``oauth2-client-credentials``: ``auth_oauth.ClientCredentialsSource``
+  behind ``auth_tokens.RefreshingTokenAuth`` (prefetch, refresh-ahead).
+- ``command``: ``auth_command.CommandTokenSource`` behind the same
+  ``RefreshingTokenAuth``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,17 @@ from transport.options import EndpointOptions
 logger = logging.getLogger(__name__)
 
 
+def bearer_token(headers: Mapping[str, str] | None) -> str | None:
+    """The token of an ``Authorization: Bearer ...`` header in ``headers``."""
+    if not headers:
+        return None
+    for name, value in headers.items():
+        if name.lower() == "authorization":
+            scheme, _, token = value.partition(" ")
+            return token.strip() or None if scheme.lower() == "bearer" else None
+    return None
+
+
 class AuthProvider(ABC):
     """Where the ``Authorization`` header comes from."""
 
@@ -38,8 +54,11 @@ class AuthProvider(ABC):
     async def header(self) -> dict[str, str]:
         """Headers to add to a request; never blocks on a fetch while a token is valid."""
 
-    async def on_rejected(self) -> bool:
-        """The service refused the credential: refresh once. True if a retry makes sense."""
+    async def on_rejected(self, rejected: Mapping[str, str] | None = None) -> bool:
+        """The service refused the request that carried ``rejected``: refresh once.
+
+        True if a retry makes sense (a different credential is now available).
+        """
         return False
 
     def secrets(self) -> list[str]:
@@ -80,10 +99,38 @@ class NoAuth(AuthProvider):
         return {}
 
 
-def auth_for(options: EndpointOptions) -> AuthProvider:
-    """The auth provider ``options.auth_kind`` names."""
+def auth_for(
+    options: EndpointOptions, *, environ: Mapping[str, str] | None = None
+) -> AuthProvider:
+    """The auth provider ``options.auth_kind`` names (``environ``: defaults to the process's)."""
+    # The token kinds import httpx/asyncio machinery; static needs none of it.
     if options.auth_kind == "static":
-        return StaticKeyAuth(options.api_key_env)
-    if options.auth_kind in ("oauth2-client-credentials", "command"):
-        raise ConfigurationError(f"auth kind {options.auth_kind!r} is not available yet")
+        return StaticKeyAuth(options.api_key_env, environ=environ)
+    if options.auth_kind == "oauth2-client-credentials":
+        from transport.auth_oauth import ClientCredentialsSource
+        from transport.auth_tokens import RefreshingTokenAuth
+
+        if not (options.token_url and options.client_id and options.client_secret_env):
+            raise ConfigurationError(
+                "auth.kind oauth2-client-credentials needs auth.tokenUrl, auth.clientId "
+                "and auth.clientSecretEnv"
+            )
+        source = ClientCredentialsSource(
+            options.token_url,
+            options.client_id,
+            options.client_secret_env,
+            scope=options.scope,
+            environ=environ,
+            ca_file=options.ca_file,
+            verify_tls=options.verify_tls,
+        )
+        return RefreshingTokenAuth(source, refresh_at=options.refresh_at)
+    if options.auth_kind == "command":
+        from transport.auth_command import CommandTokenSource
+        from transport.auth_tokens import RefreshingTokenAuth
+
+        if not options.command:
+            raise ConfigurationError("auth.kind command needs auth.command")
+        command = CommandTokenSource(options.command)
+        return RefreshingTokenAuth(command, refresh_at=options.refresh_at)
     raise ConfigurationError(f"unknown auth kind {options.auth_kind!r}")
