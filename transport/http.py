@@ -119,11 +119,17 @@ class HttpCompletionBackend(CompletionBackend):
         """DNS prefetch, credentials and pre-connect; failures are logged, not raised."""
         for handler in logging.getLogger().handlers:
             handler.addFilter(self._redactor)
-        host = self.options.host
+        # The token fetch and the connection set-up run side by side.
+        await asyncio.gather(self._start_auth(), self._start_network())
+
+    async def _start_auth(self) -> None:
         try:
             await self._auth.start()
         except errors.TransportError as exc:
             logger.warning("could not obtain credentials: %s", exc)
+
+    async def _start_network(self) -> None:
+        host = self.options.host
         if not is_ip_literal(host):
             try:
                 await self._dns.prefetch(host)
@@ -142,14 +148,17 @@ class HttpCompletionBackend(CompletionBackend):
             attempt = 0
             while True:
                 produced = False
+                headers: dict[str, str] = {}
                 try:
-                    async with contextlib.aclosing(self._attempt(url, body)) as chunks:
+                    headers = await self._auth.header()
+                    attempt_chunks = self._attempt(url, body, headers)
+                    async with contextlib.aclosing(attempt_chunks) as chunks:
                         async for chunk in chunks:
                             produced = True
                             yield chunk
                     break
                 except errors.TransportError as exc:
-                    delay = await self._retry_delay(exc, attempt, produced)
+                    delay = await self._retry_delay(exc, attempt, produced, headers)
                     if delay is None:
                         raise
                     attempt += 1
@@ -171,7 +180,7 @@ class HttpCompletionBackend(CompletionBackend):
                 self.breaker.record_abandoned()
 
     async def _retry_delay(
-        self, exc: errors.TransportError, attempt: int, produced: bool
+        self, exc: errors.TransportError, attempt: int, produced: bool, headers: dict[str, str]
     ) -> float | None:
         """Seconds to wait before the one retry this failure earns, or None."""
         if attempt > 0 or produced:
@@ -182,14 +191,15 @@ class HttpCompletionBackend(CompletionBackend):
             if exc.retry_after <= self.options.max_retry_wait:
                 return exc.retry_after
             return None
-        if isinstance(exc, errors.AuthRejected) and await self._auth.on_rejected():
+        if isinstance(exc, errors.AuthRejected) and await self._auth.on_rejected(headers):
             return 0.0
         return None
 
-    async def _attempt(self, url: str, body: dict[str, Any]) -> AsyncGenerator[str, None]:
-        """One upstream request; yields text, raises ``TransportError``."""
+    async def _attempt(
+        self, url: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> AsyncGenerator[str, None]:
+        """One upstream request with ``headers``; yields text, raises ``TransportError``."""
         self._counters.requests += 1
-        headers = await self._auth.header()
         started = self._clock()
         deadline = started + self.options.read_timeout * DEADLINE_READ_TIMEOUTS
         total = 0
