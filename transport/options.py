@@ -115,6 +115,17 @@ class EndpointOptions:
             raise ConfigurationError(f"unknown FIM template {self.fim_template!r}")
         if self.auth_kind not in AUTH_KINDS:
             raise ConfigurationError(f"unknown auth kind {self.auth_kind!r}")
+        if self.auth_kind == "oauth2-client-credentials" and not (
+            self.token_url and self.client_id and self.client_secret_env
+        ):
+            raise ConfigurationError(
+                "auth.kind oauth2-client-credentials needs auth.tokenUrl, auth.clientId "
+                "and auth.clientSecretEnv"
+            )
+        if self.auth_kind == "command" and not self.command:
+            raise ConfigurationError("auth.kind command needs auth.command")
+        if not 0.1 <= self.refresh_at <= 0.95:
+            raise ConfigurationError("auth.refreshAt must be between 0.1 and 0.95")
         if self.max_connections < 1 or self.max_keepalive < 0:
             raise ConfigurationError("pool limits must be positive")
         if self.max_response_chars < 1 or self.max_tokens < 1:
