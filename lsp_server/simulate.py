@@ -79,12 +79,14 @@ def collect_requests(
     path: str | Path,
     completion: CompletionSettings | None = None,
     on_event: Callable[[], None] | None = None,
+    on_request: Callable[[SimRequest, Any], None] | None = None,
 ) -> list[SimRequest]:
     """Every completion request of a trace, with its context and the engine's answer.
 
     The engine is asked as the server asks the reference service: the
     context's prefix and suffix, ``max_tokens`` and ``stop`` from the
-    settings, block openers detected by the engine.
+    settings, block openers detected by the engine. ``on_request`` sees each
+    request with its ``Document`` as it is then (and must leave it so).
     """
     from lsp_server.pipeline import fit_to_line, keys_for
 
@@ -151,6 +153,8 @@ def collect_requests(
                     answer=fit_to_line(raw, ctx.line_suffix),
                 )
             )
+            if on_request is not None:
+                on_request(requests[-1], doc)
     return requests
 
 
