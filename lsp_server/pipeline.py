@@ -36,7 +36,7 @@ from lsp_server.stats import ServerStats
 from lsp_server.syntax import SyntaxContext
 from lsp_server.throttle import MissThrottle
 from transport.backend import CompletionBackend, CompletionRequest
-from transport.errors import TransportError
+from transport.errors import AuthError, TransportError
 
 logger = logging.getLogger(__name__)
 
@@ -234,6 +234,11 @@ class CompletionPipeline:
     async def _wait(self, stream: InflightStream) -> str | None:
         try:
             text = await self.inflight.wait(stream)
+        except AuthError as exc:
+            # No token: completions pause (empty answers) until one can be had.
+            self.stats.upstream_errors += 1
+            self.notifier.problem("auth", f"completions paused, no access token: {exc}")
+            return None
         except TransportError as exc:
             self.stats.upstream_errors += 1
             self.notifier.problem("upstream", f"completion service failed: {exc}")
@@ -246,6 +251,7 @@ class CompletionPipeline:
                     raise
                 return None
             raise
+        self.notifier.resolved("auth", "access token obtained, completions resumed")
         self.notifier.resolved("upstream", "completion service is answering again")
         return text
 
