@@ -28,7 +28,7 @@ from typing import Protocol
 
 from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey
-from cache.store import CompletionStore
+from cache.store import CompletionStore, Hit
 from lsp_server.inflight import InflightRegistry, InflightStream
 from lsp_server.notify import UserNotifier
 from lsp_server.settings import CompletionSettings
@@ -76,6 +76,11 @@ def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
         language=ctx.language, context=ctx.line_context, suffix_text=ctx.suffix
     )
     return key, anchor
+
+
+def _hit_source(hit: Hit) -> str:
+    """Where a cache hit's answer came from, as stats count it."""
+    return "speculative" if hit.entry.origin == "speculative" else hit.source
 
 
 def fit_to_line(text: str, line_suffix: str) -> str:
@@ -143,10 +148,10 @@ class CompletionPipeline:
         key, anchor = keys_for(ctx)
         hit = self.store.lookup(key, anchor, ctx.line_prefix)
         if hit is not None:
-            return Suggestion(hit.text, hit.source)
+            return Suggestion(hit.text, _hit_source(hit))
         if self.backend is None:
             return None
-        self.inflight.cancel_diverged(uri, ctx.line_prefix, anchor)
+        self.inflight.cancel_diverged(uri, ctx.line_prefix, anchor, ctx.line)
         attached = await self._attach(anchor, ctx)
         if attached is not None:
             return attached
@@ -158,7 +163,7 @@ class CompletionPipeline:
         # While we waited another request may have filled the cache or started a stream.
         hit = self.store.lookup(key, anchor, ctx.line_prefix)
         if hit is not None:
-            return Suggestion(hit.text, hit.source)
+            return Suggestion(hit.text, _hit_source(hit))
         attached = await self._attach(anchor, ctx)
         if attached is not None:
             return attached
@@ -172,7 +177,8 @@ class CompletionPipeline:
         typed = stream.typed_since(ctx.line_prefix) or ""
         if text is None or len(text) <= len(typed) or not text.startswith(typed):
             return None
-        return Suggestion(text[len(typed) :], "inflight")
+        source = "speculative" if stream.predicted is not None else "inflight"
+        return Suggestion(text[len(typed) :], source)
 
     async def _from_l2(
         self, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext
@@ -190,8 +196,42 @@ class CompletionPipeline:
     async def _upstream(
         self, uri: str, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext
     ) -> Suggestion | None:
+        stream = self._start(uri, key, anchor, ctx)
+        text = await self._wait(stream)
+        if not text:
+            return None
+        return Suggestion(text, "upstream")
+
+    def prefetch(self, uri: str, ctx: SyntaxContext, *, predicted: tuple[int, str]) -> bool:
+        """Ask upstream in the background for a state the user has not reached yet.
+
+        ``predicted`` is the line the user is typing and its predicted full
+        text: the stream lives while the user types towards it. Returns
+        False when the answer is cached or already being fetched.
+        """
+        if self.backend is None:
+            return False
+        key, anchor = keys_for(ctx)
+        if self.store.lookup(key, anchor, ctx.line_prefix) is not None:
+            return False
+        if self.inflight.find(anchor, ctx.line_prefix) is not None:
+            return False
+        self._start(uri, key, anchor, ctx, predicted=predicted)
+        return True
+
+    def _start(
+        self,
+        uri: str,
+        key: ScopeKey,
+        anchor: LineAnchor,
+        ctx: SyntaxContext,
+        *,
+        predicted: tuple[int, str] | None = None,
+    ) -> InflightStream:
+        """Start an upstream stream whose answer is stored when it ends."""
         assert self.backend is not None
         backend = self.backend
+        speculative = predicted is not None
         request = CompletionRequest(
             prefix=ctx.prefix,
             suffix=ctx.suffix,
@@ -201,6 +241,7 @@ class CompletionPipeline:
             stop=tuple(self.completion.stop),
             multiline=self.completion.multiline and ctx.block_opener,
             request_id=f"r{next(self._ids)}",
+            speculative=speculative,
         )
         started = self._clock()
 
@@ -214,22 +255,22 @@ class CompletionPipeline:
                 ctx.line_prefix,
                 stream.text,
                 context=ctx.line_context,
+                origin="speculative" if speculative else "upstream",
             )
             if entry is not None:
                 self._share(entry)
 
         self.stats.upstream_requests += 1
-        stream = self.inflight.start(
+        if speculative:
+            self.stats.speculative_requests += 1
+        return self.inflight.start(
+            predicted=predicted,
             uri=uri,
             anchor=anchor,
             line_prefix=ctx.line_prefix,
             open_stream=lambda: backend.stream(request),
             on_complete=on_complete,
         )
-        text = await self._wait(stream)
-        if not text:
-            return None
-        return Suggestion(text, "upstream")
 
     async def _wait(self, stream: InflightStream) -> str | None:
         try:
