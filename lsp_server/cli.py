@@ -83,6 +83,18 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(module="lsp_server.demo")
 
 
+def _add_diagnose(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("diagnose", help="measure each layer of a completion: why is it slow?")
+    p.add_argument("--endpoint", metavar="URL", help="override the settings' endpoint")
+    p.add_argument("--config", metavar="FILE", help="TOML settings file (as for serve)")
+    p.add_argument("--samples", type=int, default=5, metavar="N", help="requests per measurement")
+    p.add_argument("--file", metavar="PATH", help="prompt sample (default: built-in Python)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--metrics-url", metavar="URL", help="a server's stats JSON (URL or file)")
+    p.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING, ERROR")
+    p.set_defaults(module="lsp_server.diagnose")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full ``scopecache`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -90,7 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Editor-side AI completion with a syntax-scoped cache.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_serve, _add_upstream, _add_trace, _add_replay, _add_simulate, _add_demo):
+    for add in (
+        _add_serve, _add_upstream, _add_trace, _add_replay, _add_simulate, _add_demo,
+        _add_diagnose,
+    ):
         add(sub)
     return parser
 
