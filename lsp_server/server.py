@@ -22,13 +22,14 @@ from cache.heat import ContextHeat, line_entropy
 from cache.l2.base import L2Change, L2Store
 from cache.store import CompletionStore
 from lsp_server import assembly
-from lsp_server.documents import DocumentStore
+from lsp_server.documents import Document, DocumentStore
 from lsp_server.exclude import is_excluded
 from lsp_server.inflight import InflightRegistry
 from lsp_server.notify import UserNotifier
 from lsp_server.pipeline import CompletionPipeline, SharedTier, Suggestion
 from lsp_server.protocol import ScopecacheProtocol
 from lsp_server.settings import Settings, parse_settings
+from lsp_server.speculate import SpeculativePrefetcher
 from lsp_server.stats import ServerStats
 from lsp_server.syntax import SyntaxContext, syntax_context
 from lsp_server.throttle import MissThrottle
@@ -38,6 +39,9 @@ from transport.errors import TransportError
 logger = logging.getLogger(__name__)
 
 __version__ = "0.1.0"
+
+#: seconds after a served suggestion before its speculative prefetch starts
+SPECULATION_DELAY = 0.005
 
 #: suggestions remembered for ``scopecache.accepted``
 SERVED_ITEMS_KEPT = 256
@@ -73,6 +77,8 @@ class ScopecacheServer(LanguageServer):
         self.documents = DocumentStore(max_parse_bytes=self.settings.max_parse_bytes)
         self.inflight = InflightRegistry()
         self.throttle = MissThrottle()
+        self.speculator = SpeculativePrefetcher(self.settings.speculative)
+        self._rate_limited_seen = 0
         self._host_backend = backend
         self._host_store = store
         self._host_l2 = l2
@@ -106,6 +112,7 @@ class ScopecacheServer(LanguageServer):
         self.throttle.min_delay = t.min_delay_ms / 1000.0
         self.throttle.max_delay = t.max_delay_ms / 1000.0
         self.throttle.line_start_immediate = t.line_start_immediate
+        self.speculator.settings = settings.speculative
         if self._host_store is None and self._changed("store", assembly.store_signature(settings)):
             self.store = assembly.build_store(settings, self.heat)
         if self._host_backend is not None:
@@ -227,6 +234,10 @@ class ScopecacheServer(LanguageServer):
             return None
         if is_excluded(uri, self.settings.exclude):
             return None
+        return self.doc_context(doc, position)
+
+    def doc_context(self, doc: Document, position: types.Position) -> SyntaxContext:
+        """The syntax context of ``doc`` at ``position`` with the configured windows."""
         c = self.settings.completion
         return syntax_context(
             doc,
@@ -263,6 +274,11 @@ class ScopecacheServer(LanguageServer):
         suggestion = await self.pipeline.complete(uri, ctx, still_current=still_current)
         if suggestion is None:
             return None
+        if doc is not None and suggestion.text:
+            # After the answer has gone out, not before: it must not delay it.
+            asyncio.get_running_loop().call_later(
+                SPECULATION_DELAY, self._speculate, doc, doc.version, ctx, suggestion.text
+            )
         item_id = f"s{next(self._item_ids)}"
         self._served[item_id] = ServedItem(
             uri, ctx.line, ctx.character, suggestion.text, suggestion.source
@@ -270,6 +286,23 @@ class ScopecacheServer(LanguageServer):
         while len(self._served) > SERVED_ITEMS_KEPT:
             self._served.popitem(last=False)
         return suggestion, item_id, ctx
+
+    def _speculate(self, doc: Document, version: int, ctx: SyntaxContext, text: str) -> None:
+        if self.backend is None or self.documents.get(doc.uri) is not doc:
+            return
+        if doc.version != version:
+            return
+        counters = self.backend.counters()
+        rate_limited = counters.errors_by_kind.get("rate_limited", 0)
+        if rate_limited > self._rate_limited_seen:
+            self._rate_limited_seen = rate_limited
+            self.speculator.pause()
+        try:
+            self.speculator.after_served(
+                doc, ctx, text, self.pipeline, self.doc_context, circuit=counters.circuit
+            )
+        except Exception:  # speculation is an optimisation: never let it hurt
+            logger.exception("speculative prefetch failed")
 
     def accepted(self, item_id: str) -> bool:
         """The editor reports that the user accepted a suggestion."""

@@ -36,4 +36,5 @@ def register(server: ScopecacheServer) -> None:
         uri = params.text_document.uri
         ls.inflight.cancel_document(uri)
         ls.throttle.forget(uri)
+        ls.speculator.forget(uri)
         ls.documents.close(uri)
