@@ -30,6 +30,7 @@ from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey
 from cache.store import CompletionStore, Hit
 from lsp_server.inflight import InflightRegistry, InflightStream
+from lsp_server.metrics import MetricsRegistry, timed_stream
 from lsp_server.notify import UserNotifier
 from lsp_server.settings import CompletionSettings
 from lsp_server.stats import ServerStats
@@ -107,6 +108,7 @@ class CompletionPipeline:
         completion: CompletionSettings,
         l2: SharedTier | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        metrics: MetricsRegistry | None = None,
     ) -> None:
         self.store = store
         self.backend = backend
@@ -117,19 +119,27 @@ class CompletionPipeline:
         self.completion = completion
         self.l2 = l2
         self._clock = clock
+        self.metrics = metrics if metrics is not None else MetricsRegistry()
         self._ids = itertools.count(1)
         self._background: set[asyncio.Task[None]] = set()
 
     async def complete(
-        self, uri: str, ctx: SyntaxContext, *, still_current: Callable[[], bool]
+        self,
+        uri: str,
+        ctx: SyntaxContext,
+        *,
+        still_current: Callable[[], bool],
+        method: str = "inline",
     ) -> Suggestion | None:
         """Answer one request; None means "no suggestion"."""
         started = self._clock()
         self.stats.requests += 1
+        errors_before = self.stats.upstream_errors
         try:
             suggestion = await self._lookup(uri, ctx)
         except asyncio.CancelledError:
             self.stats.cancelled += 1
+            self.metrics.record_request(method, "none", "cancelled", self._clock() - started)
             raise
         latency_ms = (self._clock() - started) * 1000.0
         if suggestion is not None and not still_current():
@@ -140,8 +150,13 @@ class CompletionPipeline:
             text = fit_to_line(suggestion.text, ctx.line_suffix)
             if text:
                 self.stats.record_served(suggestion.source, latency_ms)
+                self.metrics.record_request(method, suggestion.source, "served", latency_ms / 1e3)
                 return Suggestion(text, suggestion.source)
         self.stats.record_empty(latency_ms)
+        # An upstream failure during this request (approximate under concurrency).
+        failed = suggestion is None and self.stats.upstream_errors > errors_before
+        outcome, source = ("error", "upstream") if failed else ("empty", "none")
+        self.metrics.record_request(method, source, outcome, latency_ms / 1000.0)
         return None
 
     async def _lookup(self, uri: str, ctx: SyntaxContext) -> Suggestion | None:
@@ -268,7 +283,7 @@ class CompletionPipeline:
             uri=uri,
             anchor=anchor,
             line_prefix=ctx.line_prefix,
-            open_stream=lambda: backend.stream(request),
+            open_stream=lambda: timed_stream(backend, request, self.metrics, self._clock),
             on_complete=on_complete,
         )
 
