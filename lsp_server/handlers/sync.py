@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 from lsprotocol import types
 
@@ -23,11 +24,13 @@ def register(server: ScopecacheServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: ScopecacheServer, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
+        started = time.perf_counter()
         try:
             ls.documents.change(uri, params.text_document.version, params.content_changes)
         except UnknownDocumentError:
             logger.warning("didChange for a document that is not open: %s", uri)
             return
+        ls.metrics.record_keystroke(time.perf_counter() - started)
         ls.stats.keystrokes += 1
         ls.throttle.note_keystroke(uri)
 
