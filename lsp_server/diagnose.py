@@ -6,7 +6,7 @@ then ``--endpoint`` overrides the endpoint). Then, against that service:
 1. network (``diagnose_network``): DNS (system resolver and
    ``transport.nameservers``), TCP connect, TLS handshake, ALPN, TLS session
    resumption, RTT estimate;
-2. encoding (``diagnose_service``): the sample prompt's characters against
+2. encoding (``diagnose_encoding``): the sample prompt's characters against
    the tokens the service counts, the inflation ratio, window use;
 3. service (``diagnose_service``): TTFT, total time and decode rate of
    streamed completions (p50/p95 over ``--samples``), and the same prompt
@@ -38,6 +38,7 @@ from rich.console import Console
 
 from lsp_server.assembly import endpoint_options
 from lsp_server.diagnose_client import cache_measurement, diagnose_client
+from lsp_server.diagnose_encoding import encoding_measurements
 from lsp_server.diagnose_errors import explain
 from lsp_server.diagnose_network import diagnose_network
 from lsp_server.diagnose_report import LAYERS, Report, failing, info, render_table
@@ -46,7 +47,6 @@ from lsp_server.diagnose_service import (
     PinnedAddresses,
     ServiceProbe,
     diagnose_service,
-    encoding_measurements,
     probe_client,
 )
 from lsp_server.serve import configure_logging, load_settings

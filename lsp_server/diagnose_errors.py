@@ -9,6 +9,7 @@ base URL and ``provider`` for 404.
 from __future__ import annotations
 
 import os
+import socket
 
 from transport import errors
 from transport.options import EndpointOptions
@@ -61,3 +62,16 @@ def explain(exc: errors.TransportError, options: EndpointOptions) -> str:
     if isinstance(exc, errors.AuthError):
         return f"no credentials could be obtained: {exc}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def explain_connect(exc: OSError, options: EndpointOptions, address: str) -> str:
+    """Why a TCP connect to ``address`` failed, and what to check."""
+    where = f"{options.host}:{options.port} ({address})"
+    if isinstance(exc, TimeoutError | socket.timeout):
+        return (
+            f"no answer from {where} within {options.connect_timeout:g} s: "
+            "the host is down or a firewall drops the packets"
+        )
+    if isinstance(exc, ConnectionRefusedError):
+        return f"{where} refused the connection: is the service running, and is the port right?"
+    return f"cannot connect to {where}: {exc.strerror or exc}"

@@ -3,11 +3,9 @@
 Each step is measured on its own, with the settings the transport uses:
 the system resolver and the configured ``transport.nameservers`` (dnspython's
 async resolver) are timed separately; TCP connects go to the resolved
-address; the TLS handshake uses the transport's own TLS context
-(``transport.caFile``, ALPN ``h2``) with the host name for SNI and
-verification. A second connection offers the first one's TLS session to see
-whether the service resumes it. The RTT estimate is the fastest TCP connect
-(one SYN / SYN-ACK round trip).
+address; the TLS handshake, ALPN and session resumption are measured by
+``diagnose_tls``. The RTT estimate is the fastest TCP connect (one SYN /
+SYN-ACK round trip).
 
 Sockets are plain blocking sockets run in a worker thread, so the timings
 do not include event-loop scheduling.
@@ -16,10 +14,8 @@ do not include event-loop scheduling.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
-import ssl
 import statistics
 import time
 from collections.abc import Callable
@@ -27,10 +23,11 @@ from dataclasses import dataclass
 
 import dns.exception
 
+from lsp_server.diagnose_errors import explain_connect
 from lsp_server.diagnose_report import Limit, Measurement, failing, info, judged, skipped
+from lsp_server.diagnose_tls import diagnose_tls
 from transport.dns import DnspythonResolver
-from transport.errors import ConfigurationError
-from transport.network import is_ip_literal, tls_context
+from transport.network import is_ip_literal
 from transport.options import EndpointOptions
 
 logger = logging.getLogger(__name__)
@@ -39,15 +36,11 @@ Clock = Callable[[], float]
 
 DNS_LIMIT = Limit(100.0)
 TCP_LIMIT = Limit(50.0)
-TLS_LIMIT = Limit(100.0)
 #: the seed's health threshold for connection set-up
 SETUP_LIMIT = Limit(150.0)
 RTT_LIMIT = Limit(50.0)
 #: at least this many TCP connects, whatever ``--samples`` says
 MIN_TCP_SAMPLES = 3
-#: how long to wait for the server's first bytes (they carry TLS 1.3 session tickets)
-TICKET_WAIT = 0.5
-H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 
 
 @dataclass
@@ -92,79 +85,6 @@ def tcp_connect(address: str, port: int, timeout: float, clock: Clock) -> float:
     elapsed = clock() - started
     sock.close()
     return elapsed
-
-
-@dataclass(frozen=True)
-class Handshake:
-    """One TLS handshake: its duration, ALPN result, version, session."""
-
-    seconds: float
-    alpn: str | None
-    version: str | None
-    session: ssl.SSLSession | None
-    resumed: bool
-
-
-def tls_handshake(
-    address: str,
-    port: int,
-    host: str,
-    context: ssl.SSLContext,
-    *,
-    timeout: float,
-    clock: Clock,
-    session: ssl.SSLSession | None = None,
-) -> Handshake:
-    """Connect, then time the TLS handshake alone; waits briefly for session tickets."""
-    sock = socket.create_connection((address, port), timeout=timeout)
-    try:
-        tls = context.wrap_socket(
-            sock, server_hostname=host, session=session, do_handshake_on_connect=False
-        )
-    except BaseException:
-        sock.close()
-        raise
-    with tls:
-        started = clock()
-        tls.do_handshake()
-        elapsed = clock() - started
-        alpn = tls.selected_alpn_protocol()
-        _collect_ticket(tls, alpn, host)
-        return Handshake(elapsed, alpn, tls.version(), tls.session, bool(tls.session_reused))
-
-
-def _collect_ticket(tls: ssl.SSLSocket, alpn: str | None, host: str) -> None:
-    """Read the server's first bytes: TLS 1.3 tickets arrive after the handshake."""
-    if tls.session is not None and tls.session.has_ticket:
-        return
-    nudge = H2_PREFACE if alpn == "h2" else f"HEAD / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
-    tls.settimeout(TICKET_WAIT)
-    with contextlib.suppress(OSError):
-        tls.sendall(nudge)
-        tls.recv(4096)
-
-
-def _connect_hint(exc: OSError, options: EndpointOptions, address: str) -> str:
-    where = f"{options.host}:{options.port} ({address})"
-    if isinstance(exc, TimeoutError | socket.timeout):
-        return (
-            f"no answer from {where} within {options.connect_timeout:g} s: "
-            "the host is down or a firewall drops the packets"
-        )
-    if isinstance(exc, ConnectionRefusedError):
-        return f"{where} refused the connection: is the service running, and is the port right?"
-    return f"cannot connect to {where}: {exc.strerror or exc}"
-
-
-def _tls_hint(exc: ssl.SSLError, options: EndpointOptions) -> str:
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        detail = exc.verify_message or exc.reason or "verification failed"
-        return (
-            f"the service's certificate is not trusted ({detail}): set transport.caFile "
-            "to the CA bundle (PEM) that signed it"
-        )
-    reason = exc.reason or str(exc)
-    return f"TLS handshake failed ({reason}): is {options.endpoint} really an https:// port?"
 
 
 async def _resolve(
@@ -242,7 +162,7 @@ async def diagnose_network(
             last = exc
     else:
         assert last is not None
-        out.append(failing("tcp connect", _connect_hint(last, options, address)))
+        out.append(failing("tcp connect", explain_connect(last, options, address)))
         return NetworkResult(out, None)
     for _ in range(max(MIN_TCP_SAMPLES, samples) - 1):
         connects.append(await asyncio.to_thread(
@@ -254,7 +174,7 @@ async def diagnose_network(
                       "congested; scopecache's pool connects once and keeps it open"))
     setup_ms = tcp_ms
     if options.endpoint.startswith("https:"):
-        handshake = await _tls(options, address, clock, out)
+        handshake = await diagnose_tls(options, address, clock, out)
         if handshake is None:
             return NetworkResult(out, None)
         setup_ms += _ms(handshake)
@@ -271,68 +191,3 @@ async def diagnose_network(
                       f"every request pays at least {rtt_ms:.0f} ms of round trip: a closer "
                       "region or a local model cuts this"))
     return NetworkResult(out, address)
-
-
-async def _tls(
-    options: EndpointOptions, address: str, clock: Clock, out: list[Measurement]
-) -> float | None:
-    """Full handshake, ALPN and resumption; seconds of the full handshake or None."""
-    try:
-        context = tls_context(ca_file=options.ca_file, verify=options.verify_tls,
-                              http2=options.http2)
-    except ConfigurationError as exc:
-        out.append(failing("tls handshake", f"{exc}"))
-        return None
-    host = options.host
-    try:
-        first = await asyncio.to_thread(
-            tls_handshake, address, options.port, host, context,
-            timeout=options.connect_timeout, clock=clock)
-    except ssl.SSLError as exc:
-        out.append(failing("tls handshake", _tls_hint(exc, options)))
-        return None
-    except OSError as exc:
-        out.append(failing("tls handshake", _connect_hint(exc, options, address)))
-        return None
-    out.append(judged("tls handshake", _ms(first.seconds), TLS_LIMIT,
-                      f"TLS handshake {_ms(first.seconds):.0f} ms: the endpoint is far away or "
-                      "lacks session resumption; scopecache's pool hides this after the "
-                      "first request"))
-    out.append(_alpn(first, options))
-    out.append(await _resumption(options, address, context, first, clock))
-    return first.seconds
-
-
-def _alpn(first: Handshake, options: EndpointOptions) -> Measurement:
-    alpn = first.alpn or "none"
-    value = f"{alpn} ({first.version})" if first.version else alpn
-    if not options.http2:
-        return Measurement("alpn", value, "", "h2", "ok", None)
-    if alpn == "h2":
-        return Measurement("alpn", value, "", "h2", "ok", None)
-    return Measurement("alpn", value, "", "h2", "slow",
-                       "the service does not offer HTTP/2: concurrent requests cannot share "
-                       "one connection and a cancelled request costs the connection")
-
-
-async def _resumption(
-    options: EndpointOptions,
-    address: str,
-    context: ssl.SSLContext,
-    first: Handshake,
-    clock: Clock,
-) -> Measurement:
-    name = "tls session resumption"
-    if first.session is None:
-        return skipped(name, "the first connection gave no TLS session")
-    try:
-        second = await asyncio.to_thread(
-            tls_handshake, address, options.port, options.host, context,
-            timeout=options.connect_timeout, clock=clock, session=first.session)
-    except (OSError, ssl.SSLError) as exc:
-        return failing(name, f"the second connection failed: {exc}")
-    if second.resumed:
-        return Measurement(name, f"resumed ({_ms(second.seconds):.1f} ms)", "", "resumed", "ok")
-    return Measurement(name, "not resumed", "", "resumed", "slow",
-                       "the service does not resume TLS sessions: every new connection pays a "
-                       "full handshake; scopecache's pool keeps one open to avoid it")

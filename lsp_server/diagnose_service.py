@@ -1,13 +1,9 @@
-"""``scopecache diagnose``, encoding and service layers.
+"""``scopecache diagnose``, service layer, and the requests the encoding layer reads.
 
-Encoding: one non-streaming completion of the sample prompt (fitted to the
-configured ``completion.prefixChars``/``suffixChars`` exactly as the
-transport fits it) reports the prompt's characters against the tokens the
-service says it read (``usage.prompt_tokens``; llama.cpp's
-``tokens_evaluated``, Ollama's ``prompt_eval_count``). The inflation ratio is
-``prompt tokens / (prompt characters / 4)``: how many times more tokens the
-prompt costs than the four-characters-per-token rule that prompt budgets
-assume (1.0x: exactly four characters per token).
+``ServiceProbe.prompt_tokens`` sends one non-streaming completion of the
+sample and reads the tokens the service says it read (``usage.prompt_tokens``;
+llama.cpp's ``tokens_evaluated``, Ollama's ``prompt_eval_count``); the
+encoding layer (``diagnose_encoding``) judges them.
 
 Service: ``--samples`` streamed completions over one warm connection (the
 connection set-up is the network layer's), timing the first text chunk
@@ -44,9 +40,6 @@ from transport.providers import decode_lines, provider_for, sse_events
 
 Clock = Callable[[], float]
 
-#: the seed's threshold for Python: under 1.8x the 4-chars-per-token budget
-INFLATION_LIMIT = Limit(1.8, unit="x")
-CHARS_PER_TOKEN_BUDGET = 4.0
 TTFT_P50_LIMIT = Limit(300.0, failing=2000.0)
 TTFT_P95_LIMIT = Limit(600.0, failing=4000.0)
 TOTAL_P95_LIMIT = Limit(1000.0)
@@ -218,38 +211,6 @@ def _raise_for_status(response: httpx.Response, url: str) -> None:
     if status in (401, 403):
         raise errors.AuthRejected(status, f"HTTP {status} from {url}")
     raise errors.UpstreamStatusError(status, f"HTTP {status} from {url}")
-
-
-def encoding_measurements(
-    options: EndpointOptions, sample: PromptSample, tokens: int | None
-) -> list[Measurement]:
-    """Characters, tokens, inflation and window use of the fitted sample prompt."""
-    prefix, suffix = fit_prompt(sample.prefix, sample.suffix, options.prefix_chars,
-                                options.suffix_chars)
-    chars = len(prefix) + len(suffix)
-    out = [info("prompt characters", chars, "chars", hint=f"sample: {sample.origin}")]
-    if tokens is None or tokens <= 0:
-        why = ("the service does not report prompt tokens in non-streaming answers "
-               "(usage.prompt_tokens), so its encoding cannot be measured")
-        out += [skipped("prompt tokens", why), skipped("token inflation", why)]
-    else:
-        ratio = tokens / (chars / CHARS_PER_TOKEN_BUDGET) if chars else 0.0
-        out.append(info("prompt tokens", tokens, "tokens",
-                        hint=f"{chars / tokens:.2f} characters per token"))
-        out.append(judged("token inflation", ratio, INFLATION_LIMIT,
-                          f"{sample.language} costs {ratio:.2f}x the tokens a 4-chars-per-token "
-                          "budget assumes: the prompt window fills the model's context and "
-                          "prefill time faster; lower completion.prefixChars"))
-    for side, used, budget in (("prefix", len(prefix), options.prefix_chars),
-                               ("suffix", len(suffix), options.suffix_chars)):
-        share = 100.0 * used / budget if budget else 0.0
-        out.append(info(f"{side} window used", share, "%",
-                        hint=f"{used} of completion.{side}Chars = {budget}"))
-    if tokens:
-        window = (options.prefix_chars + options.suffix_chars) * tokens / max(chars, 1)
-        out.append(info("full window", round(window), "tokens",
-                        hint="prefixChars + suffixChars at the measured characters per token"))
-    return out
 
 
 async def diagnose_service(
