@@ -71,6 +71,12 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--strategies", default="scope", help="key designs (see --help-strategies)")
     p.add_argument("--timed", action="store_true", help="model time to first token")
     p.add_argument("--ttft-ms", type=float, default=300.0)
+    p.add_argument("--token-ms", type=float, default=20.0, help="--timed: ms per streamed token")
+    p.add_argument(
+        "--designs",
+        default="tabby,continue,cody,copilot,ours",
+        help="--timed: client designs (or all, adding ours-nospec)",
+    )
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="PNG")
     p.set_defaults(module="lsp_server.simulate")
@@ -95,6 +101,20 @@ def _add_diagnose(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.set_defaults(module="lsp_server.diagnose")
 
 
+def _add_slo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("slo", help="check service-level objectives (CI gate)")
+    ssub = p.add_subparsers(dest="slo_command", required=True)
+    c = ssub.add_parser("check", help="evaluate an SLO file against stats or replay JSON")
+    c.add_argument("--slo", required=True, metavar="FILE", help="TOML file of [[objective]]s")
+    c.add_argument(
+        "--from", dest="source", required=True, metavar="SRC",
+        help="scopecache/stats JSON, replay --json output, or a server's /stats.json URL",
+    )  # fmt: skip
+    c.add_argument("--baseline", metavar="JSON", help="a previous run to compare against")
+    c.add_argument("--tolerance", type=float, default=0.1, help="relative regression allowed")
+    c.set_defaults(module="lsp_server.slo")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full ``scopecache`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -104,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (
         _add_serve, _add_upstream, _add_trace, _add_replay, _add_simulate, _add_demo,
-        _add_diagnose,
+        _add_diagnose, _add_slo,
     ):
         add(sub)
     return parser
