@@ -169,7 +169,7 @@ class ServiceProbe:
         provider = self._provider
 
         def texts(response: httpx.Response) -> AsyncIterator[str]:
-            return provider.parse_stream(decode_lines(response.aiter_raw()))
+            return provider.parse_stream(decode_lines(response.aiter_bytes()))
 
         return await self._timed(url, body, texts)
 
@@ -193,7 +193,7 @@ class ServiceProbe:
 
 
 async def _chat_texts(response: httpx.Response) -> AsyncIterator[str]:
-    async for data in sse_events(decode_lines(response.aiter_raw())):
+    async for data in sse_events(decode_lines(response.aiter_bytes())):
         if data.strip() == "[DONE]":
             return
         with contextlib.suppress(ValueError, AttributeError, IndexError, TypeError):
