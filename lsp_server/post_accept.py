@@ -1,0 +1,111 @@
+"""The post-accept state: what the editor asks after a suggestion is accepted.
+
+Accepting the first line of a suggestion and pressing Enter in an
+auto-indenting editor leaves the cursor at the start of a new line, indented.
+``PrefetchTargets`` computes the completion request of that state on the
+live document (edit, derive the syntax context and keys, undo), with the
+reference engine's answer there, for the timed simulation's speculative
+prefetch. The document is left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from lsprotocol import types as lsp
+
+from cache.keys import fingerprint
+from lsp_server.settings import CompletionSettings
+from lsp_server.strategies import SimRequest
+from lsp_server.trace import utf16_len
+from transport.reference.engine import CorpusEngine
+
+logger = logging.getLogger(__name__)
+
+_OPENERS = (":", "(", "[", "{")
+_DEDENTERS = ("return", "pass", "raise", "break", "continue")
+
+
+def post_accept_indent(line: str) -> str:
+    """The indentation an auto-indenting editor puts on the line after ``line``."""
+    indent = line[: len(line) - len(line.lstrip())]
+    body = line.strip()
+    if body.endswith(_OPENERS):
+        return indent + "    "
+    if body.split(" ", 1)[0] in _DEDENTERS:
+        return indent[:-4]
+    return indent
+
+
+class PrefetchTargets:
+    """Computes post-accept requests on the live document (edit, look, undo)."""
+
+    def __init__(self, engine: CorpusEngine, completion: CompletionSettings) -> None:
+        self.engine, self.c = engine, completion
+        self.memo: dict[tuple[str, int, int, str], SimRequest | None] = {}
+        self.answers: dict[tuple[int, bool], str] = {}
+
+    def __call__(self, req: SimRequest, doc: Any) -> SimRequest | None:
+        """The post-accept request of ``req`` (None when its answer has no first line)."""
+        if not req.answer.split("\n", 1)[0].strip():
+            return None
+        accepted = req.line_prefix + req.answer.split("\n", 1)[0]
+        memo = (req.uri, req.before_fp, req.after_fp, accepted)
+        if memo not in self.memo:
+            self.memo[memo] = self._target(req, doc, accepted)
+        return self.memo[memo]
+
+    def _target(self, req: SimRequest, doc: Any, accepted: str) -> SimRequest | None:
+        from lsp_server.pipeline import fit_to_line, keys_for
+        from lsp_server.syntax import syntax_context
+
+        line = req.line
+        original = doc.line_text(line).rstrip("\r\n")
+        indent = post_accept_indent(accepted + req.line_suffix)
+        new = accepted + req.line_suffix + "\n" + indent
+
+        def edit(end: lsp.Position, text: str) -> None:
+            start = lsp.Position(line=line, character=0)
+            rng = lsp.Range(start=start, end=end)
+            doc.apply_changes([lsp.TextDocumentContentChangePartial(range=rng, text=text)])
+
+        edit(lsp.Position(line=line, character=utf16_len(original)), new)
+        cursor = lsp.Position(line=line + 1, character=utf16_len(indent))
+        try:
+            c = self.c
+            ctx = syntax_context(
+                doc,
+                cursor,
+                prefix_chars=c.prefix_chars,
+                prefix_lines=c.prefix_lines,
+                suffix_chars=c.suffix_chars,
+                suffix_lines=c.suffix_lines,
+                scope_chars=c.scope_chars,
+            )
+        finally:
+            edit(cursor, original)
+        memo = (fingerprint(ctx.prefix), ctx.block_opener)
+        raw = self.answers.get(memo)
+        if raw is None:
+            done = self.engine.complete(
+                ctx.prefix, ctx.suffix, max_tokens=c.max_tokens, stop=c.stop
+            )
+            raw = self.answers[memo] = done.text
+        key, anchor = keys_for(ctx)
+        return replace(
+            req,
+            index=-1,
+            line=line + 1,
+            character=cursor.character,
+            key=key,
+            anchor=anchor,
+            line_prefix=ctx.line_prefix,
+            line_suffix=ctx.line_suffix,
+            line_context=ctx.line_context,
+            expect=None,
+            at_line_start=ctx.at_line_start,
+            answer_raw=raw,
+            answer=fit_to_line(raw, ctx.line_suffix),
+        )
