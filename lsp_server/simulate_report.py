@@ -3,7 +3,9 @@
 ``report_json`` produces DESIGN.md's shape for the ``scope`` design
 (``{"capacities": [...], "policies": {NAME: {"hitRatio": [...],
 "upstreamRequests": [...]}}}``, one element per capacity) plus a
-``strategies`` object with every design's figures.
+``strategies`` object with every design's figures. In ``--timed`` mode,
+``timed_json`` adds a top-level ``"timed": {design: {...}}`` object and
+``plot_timed`` draws instant share against time to first token.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from lsp_server.simulate import DesignResult
+    from lsp_server.timed_model import TimedResult
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +114,96 @@ def plot(
     ax.set_xlabel("capacity (entries)")
     ax.set_ylabel("hit ratio (%)")
     ax.set_title("scope keys: hit ratio by policy and capacity")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+#: columns of the timed table: instant (<= 10 ms), answered before the next key,
+#: upstream started / completed / cancelled / speculative, wasted streams / chars
+TIMED_COLUMNS = (
+    "design", "instant", "<next", "up", "done", "cxl", "spec", "wasted", "w.chars",
+    "stale", "p50", "p95",
+)
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:.1f}%"
+
+
+def _ms(value: float) -> str:
+    return "never" if value == float("inf") else f"{value:.0f}"
+
+
+def timed_json(results: Sequence[TimedResult], *, token_ms: float) -> dict[str, Any]:
+    """The ``--timed --json`` object: ``{"timed": {design: {...}}, ...}``."""
+    return {
+        "timed": {r.design: r.to_json() for r in results},
+        "ttftMs": results[0].ttft_ms if results else None,
+        "tokenMs": token_ms,
+        "requests": results[0].requests if results else 0,
+    }
+
+
+def render_timed_table(
+    results: Sequence[TimedResult], console: Console, *, token_ms: float
+) -> None:
+    """One row per client design at one time to first token."""
+    ttft = results[0].ttft_ms if results else 0.0
+    table = Table(title=f"scopecache simulate --timed (TTFT {ttft:.0f} ms, {token_ms:g} ms/token)")
+    for name in TIMED_COLUMNS:
+        table.add_column(name, justify="left" if name == "design" else "right", no_wrap=True)
+    for r in results:
+        table.add_row(
+            r.design,
+            _pct(r.share(r.instant)),
+            _pct(r.share(r.answered)),
+            str(r.started),
+            str(r.completed),
+            str(r.cancelled),
+            str(r.speculative),
+            str(r.wasted_streams),
+            str(r.wasted_chars),
+            str(r.stale),
+            _ms(r.percentile(0.5)),
+            _ms(r.percentile(0.95)),
+        )
+    console.print(table)
+    if results:
+        console.print(
+            f"{results[0].requests} completion requests; latency counts requests never "
+            "answered before the next keystroke as never"
+        )
+
+
+def plot_timed(results: Sequence[TimedResult], path: str) -> None:
+    """Instant share against time to first token, one line per design."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise PlotUnavailable(PLOT_EXTRA_MESSAGE) from exc
+    designs: dict[str, list[TimedResult]] = {}
+    for r in results:
+        designs.setdefault(r.design, []).append(r)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for design, runs in designs.items():
+        runs.sort(key=lambda r: r.ttft_ms)
+        style = "k-" if design == "ours" else "-"
+        ax.plot(
+            [r.ttft_ms for r in runs],
+            [100 * r.share(r.instant) for r in runs],
+            style,
+            marker="o",
+            label=design,
+        )
+    ax.set_xlabel("time to first token (ms)")
+    ax.set_ylabel("answered within 10 ms (%)")
+    ax.set_title("instant share by client design")
+    ax.set_ylim(0, 100)
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
