@@ -382,8 +382,9 @@ def run(args: argparse.Namespace) -> int:
 
     err = Console(stderr=True)
     if args.timed:
-        err.print("scopecache simulate: --timed is not implemented yet")
-        return 2
+        from lsp_server.simulate_timed import run_timed
+
+        return run_timed(args)
     try:
         strategies = _names(args.strategies, STRATEGY_NAMES, "strategy")
         policies = _names(args.policies, (*DEFAULT_POLICIES, "none"), "policy")
