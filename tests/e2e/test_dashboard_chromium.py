@@ -1,0 +1,115 @@
+"""The dashboard in a real headless Chromium, with live data from a real server process.
+
+Needs the Debian packages ``chromium`` and ``chromium-driver`` and the
+``selenium`` package; skipped with the reason when one is missing. The
+screenshot is saved as ``test-artifacts/dashboard.png``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsp_server.client import ServerProcess
+from tests.e2e.test_metrics_e2e import drive_completions, free_port, options, wait_for_endpoint
+from tests.support.reference import ReferenceService
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHARTS = ("chart-hit", "chart-latency", "chart-ttft", "chart-saturation")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--window-size=1280,1000",
+)
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+    pytest.skip(
+        "Chromium not installed (apt-get install chromium chromium-driver)",
+        allow_module_level=True,
+    )
+
+# Counts the non-transparent pixels of a canvas: proof that something was drawn.
+PAINTED = """
+const c = document.getElementById(arguments[0]);
+const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+return n;
+"""
+
+
+def browse(url: str, screenshot: Path) -> dict[str, Any]:
+    """Load the dashboard, wait for live charts, take a screenshot; returns what it saw."""
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    profile = tempfile.mkdtemp(prefix="scopecache-chromium-")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in (*FLAGS, f"--user-data-dir={profile}"):
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(options=opts, service=Service(executable_path=CHROMEDRIVER))
+    try:
+        driver.set_page_load_timeout(30)
+        driver.get(url)
+
+        def ready(d: Any) -> bool:
+            polls = int(d.find_element("tag name", "body").get_attribute("data-polls") or 0)
+            points = [
+                int(d.find_element("id", c).get_attribute("data-points") or 0) for c in CHARTS
+            ]
+            return polls >= 3 and all(p > 0 for p in points)
+
+        WebDriverWait(driver, 20, poll_frequency=0.2).until(ready)
+        seen = {
+            "title": driver.title,
+            "painted": {c: driver.execute_script(PAINTED, c) for c in CHARTS},
+            "settings": driver.find_element("id", "settings").text,
+            "hit": driver.find_element("id", "kpi-hit").text,
+            "status": driver.find_element("id", "status").text,
+            "errors": [
+                e for e in driver.get_log("browser") if e.get("level") == "SEVERE"
+            ],
+        }
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(screenshot))
+        return seen
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+async def test_dashboard_renders_live_charts_in_headless_chromium(
+    shared_reference_service: ReferenceService,
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    async with ServerProcess(options(shared_reference_service, port)) as server:
+        await wait_for_endpoint(base)
+        await drive_completions(server)
+        await asyncio.sleep(1.1)  # at least two signal samples in the history
+        shot = ARTIFACTS / "dashboard.png"
+        seen = await asyncio.to_thread(browse, f"{base}/?interval=250", shot)
+
+    assert seen["title"] == "scopecache dashboard"
+    assert all(count > 0 for count in seen["painted"].values()), seen["painted"]
+    assert "hybrid" in seen["settings"] and "endpoint" in seen["settings"]
+    assert seen["hit"] == "50%"  # two exact hits of four requests
+    assert seen["status"].startswith("live")
+    assert seen["errors"] == []
+    assert shot.stat().st_size > 10_000
