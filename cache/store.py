@@ -64,6 +64,7 @@ class CompletionStore:
             policy.on_evict = self._on_evict  # type: ignore[attr-defined]
         self.exact_hits = 0
         self.typed_hits = 0
+        self.completed_hits = 0
         self.misses = 0
         self.rejections = 0
         self.evictions = 0
@@ -86,6 +87,11 @@ class CompletionStore:
                 self.typed_hits += 1
                 return Hit(served, rest, "typed")
             self._unregister(served.key)  # expired or replaced behind our back
+        done = self._index.completed(anchor, line_prefix)
+        if done is not None and self._read(done.key) is self._registered.get(done.key, [None])[0]:
+            # Typed to the end of a one-line answer: the model predicted nothing more.
+            self.completed_hits += 1
+            return Hit(done, "", "typed")
         self.misses += 1
         return None
 
@@ -160,6 +166,7 @@ class CompletionStore:
             indexed=len(self._index),
             exactHits=self.exact_hits,
             typedHits=self.typed_hits,
+            completedHits=self.completed_hits,
             misses=self.misses,
             rejections=self.rejections,
             evictions=self.evictions,

@@ -115,9 +115,32 @@ class TypedThroughIndex:
 
     def lookup(self, anchor: LineAnchor, line_prefix: str) -> tuple[CachedCompletion, str] | None:
         """The entry to continue and the text still to show, or None."""
+        for depth, holder in reversed(self._candidates(anchor, line_prefix)):
+            typed = line_prefix[depth:]
+            for entry in reversed(holder.entries):
+                text = entry.text
+                if len(text) > len(typed) and text.startswith(typed):
+                    return entry, text[len(typed) :]
+        return None
+
+    def completed(self, anchor: LineAnchor, line_prefix: str) -> CachedCompletion | None:
+        """A one-line entry the user has typed to its very end, or None.
+
+        The model's answer stopped there: it predicted nothing more on this
+        line, so asking it again at exactly this point is wasted.
+        """
+        for depth, holder in reversed(self._candidates(anchor, line_prefix)):
+            typed = line_prefix[depth:]
+            for entry in reversed(holder.entries):
+                if entry.text == typed and "\n" not in entry.text:
+                    return entry
+        return None
+
+    def _candidates(self, anchor: LineAnchor, line_prefix: str) -> list[tuple[int, _Node]]:
+        """Trie nodes holding entries along ``line_prefix``, with their depth."""
         node = self._roots.get(anchor)
         if node is None:
-            return None
+            return []
         candidates: list[tuple[int, _Node]] = []
         if node.entries:
             candidates.append((0, node))
@@ -131,13 +154,7 @@ class TypedThroughIndex:
             node = child
             if node.entries:
                 candidates.append((i, node))
-        for depth, holder in reversed(candidates):
-            typed = line_prefix[depth:]
-            for entry in reversed(holder.entries):
-                text = entry.text
-                if len(text) > len(typed) and text.startswith(typed):
-                    return entry, text[len(typed) :]
-        return None
+        return candidates
 
     def clear(self) -> None:
         """Forget every entry."""

@@ -20,6 +20,7 @@ the client has, so dropping them would desynchronise us for good.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterator, Sequence
 
@@ -127,6 +128,19 @@ class Document:
     def text_range(self, start: int, end: int) -> str:
         """The text between two byte offsets (cut characters become U+FFFD)."""
         return decode_text(self.byte_range(start, end))
+
+    def fork(self) -> Document:
+        """An independent copy (text, line index, tree) to try an edit on.
+
+        Used to look at a hypothetical state (the document after accepting a
+        suggestion) without touching the real one; the copied tree lets that
+        edit be parsed incrementally.
+        """
+        twin = copy.copy(self)
+        twin.buffer = copy.deepcopy(self.buffer)
+        twin.tree = self.tree.copy() if self.tree is not None else None
+        twin._parser = self.spec.new_parser() if self.spec is not None else None
+        return twin
 
     # -- editing ------------------------------------------------------------
 

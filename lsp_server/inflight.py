@@ -36,6 +36,9 @@ class InflightStream:
     waiters: int = 0
     task: asyncio.Task[str] | None = None
     finished: bool = False
+    #: for a speculative stream: the line it was started from and that line's
+    #: predicted full text; it lives while the user types towards it
+    predicted: tuple[int, str] | None = None
     _grace: asyncio.TimerHandle | None = field(default=None, repr=False)
 
     def typed_since(self, line_prefix: str) -> str | None:
@@ -87,9 +90,12 @@ class InflightRegistry:
         line_prefix: str,
         open_stream: StreamFactory,
         on_complete: OnComplete,
+        predicted: tuple[int, str] | None = None,
     ) -> InflightStream:
         """Start streaming in the background and register the stream."""
-        stream = InflightStream(uri=uri, anchor=anchor, line_prefix=line_prefix)
+        stream = InflightStream(
+            uri=uri, anchor=anchor, line_prefix=line_prefix, predicted=predicted
+        )
         stream.task = asyncio.ensure_future(self._pump(stream, open_stream, on_complete))
         self._by_anchor.setdefault(anchor, []).append(stream)
         return stream
@@ -138,7 +144,9 @@ class InflightRegistry:
                 loop = asyncio.get_running_loop()
                 stream._grace = loop.call_later(self._grace, self._cancel, stream)
 
-    def cancel_diverged(self, uri: str, line_prefix: str, anchor: LineAnchor) -> None:
+    def cancel_diverged(
+        self, uri: str, line_prefix: str, anchor: LineAnchor, line: int = -1
+    ) -> None:
         """Cancel unattended streams of ``uri`` that the user has moved away from."""
         for streams in list(self._by_anchor.values()):
             for stream in list(streams):
@@ -146,7 +154,19 @@ class InflightRegistry:
                     continue
                 if stream.anchor == anchor and stream.consistent_with(line_prefix):
                     continue
+                if stream.predicted is not None and _on_the_way(
+                    stream.predicted, line, line_prefix
+                ):
+                    continue
                 self._cancel(stream)
+
+    def speculating(self, uri: str) -> bool:
+        """Whether a speculative stream of ``uri`` is running."""
+        return any(
+            s.uri == uri and s.predicted is not None
+            for streams in self._by_anchor.values()
+            for s in streams
+        )
 
     def cancel_document(self, uri: str) -> None:
         """Cancel every stream of a closed document."""
@@ -162,8 +182,22 @@ class InflightRegistry:
             stream.task.cancel()
         self._forget(stream)
 
+    def cancel_speculative(self, uri: str, line: int, line_prefix: str) -> None:
+        """Cancel speculative streams of ``uri`` the user's typing has left behind."""
+        for streams in list(self._by_anchor.values()):
+            for stream in list(streams):
+                if stream.uri == uri and stream.predicted is not None and not stream.waiters:
+                    if not _on_the_way(stream.predicted, line, line_prefix):
+                        self._cancel(stream)
+
     def cancel_all(self) -> None:
         """Cancel everything (shutdown)."""
         for streams in list(self._by_anchor.values()):
             for stream in list(streams):
                 self._cancel(stream)
+
+
+def _on_the_way(predicted: tuple[int, str], line: int, line_prefix: str) -> bool:
+    """The user is still typing the predicted line, or has reached the next one."""
+    predicted_line, text = predicted
+    return (line == predicted_line and text.startswith(line_prefix)) or line == predicted_line + 1

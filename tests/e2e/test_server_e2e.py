@@ -51,6 +51,8 @@ def options(service: ReferenceProcess, **cache: object) -> dict[str, object]:
         "model": "m",
         "transport": {"caFile": service.ca_file},
         "cache": {"l2": "none", **cache},
+        # these tests count upstream requests exactly; prefetch has its own tests
+        "speculative": {"enabled": False},
     }
 
 

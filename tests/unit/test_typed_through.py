@@ -125,3 +125,13 @@ def test_index_is_pruned_when_the_policy_evicts() -> None:
     assert store.lookup(key("x"), anchor(["line 0"]), "val") is None
     assert store.lookup(key("x"), anchor(["line 9"]), "val") is not None
     assert store.evictions == 8
+
+
+def test_typing_a_one_line_answer_to_its_end_needs_no_new_request() -> None:
+    store = CompletionStore(make_policy("lru", 16))
+    store.put(key(), anchor(), "    ", "return 3.14159 * r * r", context=lines_text(ABOVE))
+    hit = store.lookup(key("typed all"), anchor(), "    return 3.14159 * r * r")
+    assert hit is not None and hit.text == "" and hit.source == "typed"
+    assert store.completed_hits == 1
+    # one character more is a different line: a real miss
+    assert store.lookup(key("more"), anchor(), "    return 3.14159 * r * r + 1") is None

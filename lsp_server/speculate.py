@@ -1,0 +1,122 @@
+"""Speculative prefetch: fetch the next line's suggestion before the user gets there.
+
+A reactive cache cannot answer the start of a new line: nobody has asked
+there yet. When a suggestion is shown at the end of a line, the state after
+accepting it is predictable: the line completed, Enter pressed, the editor's
+auto-indent. The prefetcher builds that state on a fork of the document
+(incremental parse of one edit on a copied tree), derives its syntax
+context, and asks upstream for it in the background, so that when the user
+accepts (or types the suggestion by hand, which reaches the same state) the
+next suggestion is already in the cache.
+
+Bounded so it never costs the user: at most one speculative stream per
+document, ``speculative.maxPerMinute`` in total, none while the circuit
+breaker is open or the service recently asked us to slow down, and the
+stream is cancelled as soon as the user's typing leaves the predicted line.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+
+from lsprotocol import types
+
+from lsp_server.documents import Document
+from lsp_server.pipeline import CompletionPipeline
+from lsp_server.settings import SpeculativeSettings
+from lsp_server.syntax import SyntaxContext
+
+logger = logging.getLogger(__name__)
+
+#: the editor's indentation step after a block opener (Python)
+INDENT = "    "
+#: seconds without speculation after the service said "slow down"
+OVERLOAD_PAUSE = 30.0
+
+ContextAt = Callable[[Document, types.Position], SyntaxContext]
+
+
+def after_accept(line_prefix: str, suggestion: str) -> tuple[str, str]:
+    """The inserted text for "accept, then Enter", and the new line's indentation."""
+    last_line = (line_prefix + suggestion).split("\n")[-1]
+    indent = last_line[: len(last_line) - len(last_line.lstrip())]
+    if last_line.rstrip().endswith(":"):
+        indent += INDENT
+    return suggestion + "\n" + indent, indent
+
+
+class SpeculativePrefetcher:
+    """Decides when to speculate and starts the background request."""
+
+    def __init__(
+        self,
+        settings: SpeculativeSettings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self._clock = clock
+        self._started: deque[float] = deque()
+        self._last: dict[str, tuple[int, str]] = {}
+        self._paused_until = 0.0
+        self.skipped = 0
+
+    def pause(self) -> None:
+        """The service is overloaded (429/503) or failing: stop speculating for a while."""
+        self._paused_until = self._clock() + OVERLOAD_PAUSE
+
+    def _within_budget(self) -> bool:
+        now = self._clock()
+        while self._started and now - self._started[0] > 60.0:
+            self._started.popleft()
+        return len(self._started) < self.settings.max_per_minute and now >= self._paused_until
+
+    def after_served(
+        self,
+        doc: Document,
+        ctx: SyntaxContext,
+        suggestion: str,
+        pipeline: CompletionPipeline,
+        context_at: ContextAt,
+        *,
+        circuit: str = "closed",
+    ) -> bool:
+        """Maybe prefetch the state after accepting ``suggestion``; True if started."""
+        if not self.settings.enabled or not suggestion or ctx.line_suffix.strip():
+            return False
+        predicted = (ctx.line, ctx.line_prefix + suggestion.split("\n", 1)[0])
+        if self._last.get(doc.uri) == predicted:
+            return False  # typing through the same suggestion: already speculated
+        if circuit != "closed" or pipeline.inflight.speculating(doc.uri):
+            self.skipped += 1
+            return False
+        if not self._within_budget():
+            self.skipped += 1
+            return False
+        self._last[doc.uri] = predicted
+        inserted, indent = after_accept(ctx.line_prefix, suggestion)
+        cursor = types.Position(line=ctx.line, character=ctx.character)
+        fork = doc.fork()
+        fork.apply_changes(
+            [
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=cursor, end=cursor), text=inserted
+                )
+            ]
+        )
+        target = types.Position(
+            line=ctx.line + inserted.count("\n"), character=len(indent.encode("utf-16-le")) // 2
+        )
+        next_ctx = context_at(fork, target)
+        if not pipeline.prefetch(doc.uri, next_ctx, predicted=predicted):
+            return False
+        self._started.append(self._clock())
+        logger.debug("speculative prefetch for %s line %d", doc.uri, target.line)
+        return True
+
+    def forget(self, uri: str) -> None:
+        """Drop per-document state (document closed)."""
+        self._last.pop(uri, None)

@@ -1,0 +1,103 @@
+"""Speculative prefetch through the real server and the reference service."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from lsp_server.client import ServerProcess
+from lsp_server.upstream_process import ReferenceProcess
+
+pytestmark = pytest.mark.e2e
+
+CORPUS = """\
+def greet(name):
+    message = "Hello, " + name.title()
+    return message.upper()
+"""
+URI = "file:///project/app.py"
+
+
+@pytest.fixture
+async def service(tmp_path: Path) -> AsyncIterator[ReferenceProcess]:
+    corpus = tmp_path / "corpus.py"
+    corpus.write_text(CORPUS)
+    async with ReferenceProcess([corpus]) as svc:
+        yield svc
+
+
+def options(service: ReferenceProcess, **speculative: object) -> dict[str, object]:
+    return {
+        "endpoint": service.url,
+        "model": "m",
+        "transport": {"caFile": service.ca_file},
+        "cache": {"l2": "none"},
+        "speculative": speculative,
+    }
+
+
+async def service_requests(service: ReferenceProcess) -> int:
+    requests = (await service.stats())["requests"]
+    return int(requests["total"] if isinstance(requests, dict) else requests)
+
+
+async def wait_for_requests(service: ReferenceProcess, count: int) -> None:
+    for _ in range(100):
+        if await service_requests(service) >= count:
+            return
+        await asyncio.sleep(0.05)
+
+
+async def test_next_line_is_served_from_a_speculative_prefetch(service: ReferenceProcess) -> None:
+    async with ServerProcess(options(service)) as server:
+        server.open(URI, "def greet(name):\n    message = ")
+        shown = await server.inline_text(URI, 1, 14)
+        assert shown == '"Hello, " + name.title()'
+        await wait_for_requests(service, 2)  # the prefetch of the next line
+        # The user accepts the suggestion and presses Enter; the editor indents.
+        assert await service_requests(service) == 2
+        server.insert(URI, 1, 14, shown + "\n    ")
+        assert await server.inline_text(URI, 2, 4) == "return message.upper()"
+        stats = await server.stats()
+        # served without asking: the only upstream-served answer is the first one
+        assert stats["served"]["speculative"] == 1
+        assert stats["served"]["upstream"] == 1
+        assert stats["speculativeRequests"] >= 1
+
+
+async def test_typing_the_suggestion_by_hand_reaches_the_same_prefetched_answer(
+    service: ReferenceProcess,
+) -> None:
+    async with ServerProcess(options(service)) as server:
+        server.open(URI, "def greet(name):\n    message = ")
+        shown = await server.inline_text(URI, 1, 14)
+        assert shown is not None
+        column = 14
+        for char in shown:  # every keystroke is served typed-through
+            server.insert(URI, 1, column, char)
+            column += 1
+            await server.inline_text(URI, 1, column)
+        await wait_for_requests(service, 2)
+        # one prefetch, however many typed-through suggestions were shown
+        assert await service_requests(service) == 2
+        server.insert(URI, 1, column, "\n    ")
+        assert await server.inline_text(URI, 2, 4) == "return message.upper()"
+        stats = await server.stats()
+        assert stats["served"]["speculative"] == 1
+        assert stats["served"]["typed"] == len(shown) - 1
+
+
+async def test_no_speculation_when_disabled_or_over_budget(service: ReferenceProcess) -> None:
+    async with ServerProcess(options(service, enabled=False)) as server:
+        server.open(URI, "def greet(name):\n    message = ")
+        await server.inline_text(URI, 1, 14)
+        await asyncio.sleep(0.3)
+        assert (await server.stats())["speculativeRequests"] == 0
+    async with ServerProcess(options(service, maxPerMinute=0)) as server:
+        server.open(URI, "def greet(name):\n    message = ")
+        await server.inline_text(URI, 1, 14)
+        await asyncio.sleep(0.3)
+        assert (await server.stats())["speculativeRequests"] == 0
