@@ -116,7 +116,7 @@ async def diagnose_client(
     cold50 = percentile([t.ttft * 1000 for t in cold], 50)
     saved = cold50 - pooled50
     out.append(info("cold client ttft (p50)", cold50, "ms",
-                    hint="a new client per request: DNS, TCP and TLS before every request"))
+                    hint="a new client per request: CA bundle load, DNS, TCP and TLS every time"))
     if saved >= 0:
         out.append(info("pool saves", saved, "ms",
                         hint=f"per request ({100 * saved / cold50:.0f}% of the cold time)"
