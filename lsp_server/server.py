@@ -308,8 +308,6 @@ class ScopecacheServer(LanguageServer):
             return current is doc and current is not None and current.version == version
 
         suggestion = await self.pipeline.complete(uri, ctx, still_current=still_current)
-        if self.metrics.sample_due():
-            self.stats_snapshot()
         if suggestion is None:
             return None
         if doc is not None and suggestion.text:
