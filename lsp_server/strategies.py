@@ -193,9 +193,15 @@ class IdealDesign:
 
     def serve(self, req: SimRequest) -> str | None:
         """Hit when some earlier line, typed through, equals the engine's answer now."""
+        lp = req.line_prefix
         if not req.answer:
+            # Nothing more on this line: known when an earlier line was typed to its end.
+            for k in range(len(lp), -1, -1):
+                texts = self.known.get(lp[:k])
+                if texts and lp[k:] in texts:
+                    return ""
             return None
-        lp, first = req.line_prefix, req.answer.split("\n", 1)[0]
+        first = req.answer.split("\n", 1)[0]
         for k in range(len(lp), -1, -1):
             texts = self.known.get(lp[:k])
             if texts and lp[k:] + first in texts:
