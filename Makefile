@@ -8,7 +8,7 @@ STAMP := $(VENV)/.stamp-install
 NPM ?= npm
 VSCODE := editors/vscode
 
-.PHONY: setup demo test lint typecheck unit vscode vsix bench bench-quick soak clean
+.PHONY: setup demo test lint typecheck unit vscode vsix slo bench bench-quick soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,7 +40,14 @@ vsix: vscode
 unit: setup
 	$(BIN)/pytest -q
 
-test: lint typecheck vscode unit
+# A short replay gated by the example SLO file.
+slo: setup
+	mkdir -p build
+	$(BIN)/scopecache trace synth lsp_server/samples/retry.py -o build/slo-trace.jsonl --seed 1
+	$(BIN)/scopecache replay build/slo-trace.jsonl --json > build/slo-replay.json
+	$(BIN)/scopecache slo check --slo examples/slo.toml --from build/slo-replay.json
+
+test: lint typecheck vscode unit slo
 
 bench: setup
 	$(BIN)/python -m tests.bench
