@@ -22,7 +22,7 @@ demo: setup
 	$(BIN)/scopecache demo
 
 lint: setup
-	$(BIN)/ruff check lsp_server cache transport tests $(VSCODE)/scripts
+	$(BIN)/ruff check lsp_server cache transport tests examples $(VSCODE)/scripts
 	$(BIN)/python $(VSCODE)/scripts/settings_schema.py --check
 
 typecheck: setup
