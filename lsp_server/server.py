@@ -31,6 +31,7 @@ from lsp_server.metrics_http import MetricsEndpoint
 from lsp_server.notify import UserNotifier
 from lsp_server.pipeline import CompletionPipeline, SharedTier, Suggestion
 from lsp_server.protocol import ScopecacheProtocol
+from lsp_server.recorder import TraceRecorder
 from lsp_server.settings import Settings, parse_settings
 from lsp_server.speculate import SpeculativePrefetcher
 from lsp_server.stats import ServerStats
@@ -86,6 +87,7 @@ class ScopecacheServer(LanguageServer):
         self.throttle = MissThrottle()
         self.speculator = SpeculativePrefetcher(self.settings.speculative)
         self._rate_limited_seen = 0
+        self.recorder: TraceRecorder | None = None
         self._host_backend = backend
         self._host_store = store
         self._host_l2 = l2
@@ -120,6 +122,10 @@ class ScopecacheServer(LanguageServer):
         self.throttle.max_delay = t.max_delay_ms / 1000.0
         self.throttle.line_start_immediate = t.line_start_immediate
         self.speculator.settings = settings.speculative
+        if settings.record_trace and self.recorder is None:
+            self.recorder = TraceRecorder(
+                settings.record_trace, include_text=settings.record_text, exclude=settings.exclude
+            )
         if self._host_store is None and self._changed("store", assembly.store_signature(settings)):
             self.store = assembly.build_store(settings, self.heat)
         if self._host_backend is not None:
@@ -252,6 +258,9 @@ class ScopecacheServer(LanguageServer):
             await self._own_l2.aclose()
         if self.metrics_endpoint is not None:
             await self.metrics_endpoint.aclose()
+        if self.recorder is not None:
+            recorder, self.recorder = self.recorder, None
+            await asyncio.get_running_loop().run_in_executor(None, recorder.finish)
 
     def spawn(self, coro: Any) -> asyncio.Task[Any]:
         """Run ``coro`` in the background, keeping a reference until it ends."""
@@ -286,13 +295,18 @@ class ScopecacheServer(LanguageServer):
         )
 
     async def suggest(
-        self, uri: str, position: types.Position, *, automatic: bool = True
+        self,
+        uri: str,
+        position: types.Position,
+        *,
+        automatic: bool = True,
+        method: str = "inline",
     ) -> tuple[Suggestion, str, SyntaxContext] | None:
         """A suggestion at ``position`` with its item id, or None.
 
         ``automatic`` tells whether the editor asked by itself while the user
         typed (rather than the user invoking completion): it feeds the hybrid
-        policy's context weight.
+        policy's context weight. ``method`` is ``inline`` or ``list``.
         """
         ctx = self.context_at(uri, position)
         if ctx is None:
@@ -307,7 +321,11 @@ class ScopecacheServer(LanguageServer):
             current = self.documents.get(uri)
             return current is doc and current is not None and current.version == version
 
-        suggestion = await self.pipeline.complete(uri, ctx, still_current=still_current)
+        if self.recorder is not None:
+            self.recorder.complete(uri, position, method)
+        suggestion = await self.pipeline.complete(
+            uri, ctx, still_current=still_current, method=method
+        )
         if suggestion is None:
             return None
         if doc is not None and suggestion.text:

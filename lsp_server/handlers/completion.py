@@ -26,7 +26,9 @@ def register(server: ScopecacheServer) -> None:
             params.context is not None
             and params.context.trigger_kind == types.CompletionTriggerKind.Invoked
         )
-        result = await ls.suggest(params.text_document.uri, params.position, automatic=not invoked)
+        result = await ls.suggest(
+            params.text_document.uri, params.position, automatic=not invoked, method="list"
+        )
         if result is None:
             return types.CompletionList(is_incomplete=True, items=[])
         suggestion, item_id, ctx = result

@@ -20,6 +20,8 @@ def register(server: ScopecacheServer) -> None:
     def did_open(ls: ScopecacheServer, params: types.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
         ls.documents.open(doc.uri, doc.language_id, doc.version, doc.text)
+        if ls.recorder is not None:
+            ls.recorder.open(doc.uri, doc.language_id, doc.text)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: ScopecacheServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -33,6 +35,8 @@ def register(server: ScopecacheServer) -> None:
         ls.metrics.record_keystroke(time.perf_counter() - started)
         ls.stats.keystrokes += 1
         ls.throttle.note_keystroke(uri)
+        if ls.recorder is not None:
+            ls.recorder.change(uri, params.content_changes)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: ScopecacheServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -40,4 +44,6 @@ def register(server: ScopecacheServer) -> None:
         ls.inflight.cancel_document(uri)
         ls.throttle.forget(uri)
         ls.speculator.forget(uri)
+        if ls.recorder is not None:
+            ls.recorder.close(uri)
         ls.documents.close(uri)
