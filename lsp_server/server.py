@@ -344,6 +344,8 @@ class ScopecacheServer(LanguageServer):
     def _speculate(self, doc: Document, version: int, ctx: SyntaxContext, text: str) -> None:
         if self.backend is None or self.documents.get(doc.uri) is not doc:
             return
+        if self.store.policy_name == "none":
+            return  # nothing fetched ahead could be kept
         if doc.version != version:
             return
         counters = self.backend.counters()

@@ -1,0 +1,117 @@
+"""End-to-end replay: the same synthesized sessions through real servers.
+
+Rows: upstream requests and user-perceived latency (p50/p95) for
+``cache.policy`` = ``hybrid`` and ``lru`` against ``none`` (every request goes
+upstream), all through real ``scopecache serve`` processes and the reference
+service; and, on the same trace in process (``simulate``), the upstream
+requests of our scope keys against the key designs of other clients.
+
+Run: ``.venv/bin/python -m tests.bench.bench_replay [--quick]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from lsp_server import simulate
+from lsp_server.replay import replay_trace
+from lsp_server.synth import sample_files, synthesize
+from lsp_server.trace import Trace, write_trace
+
+STDLIB = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+FULL_FILES = ("textwrap.py", "shlex.py", "heapq.py")
+
+
+def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": round(value, 3),
+        "baseline": round(baseline, 3),
+        "ratio": round(value / baseline, 3) if baseline else None,
+        "unit": unit,
+    }
+
+
+def _trace(quick: bool) -> Trace:
+    texts: dict[str, str] = {}
+    if quick:
+        for path in sample_files()[:2]:
+            head = "\n".join(path.read_text().split("\n")[:20]) + "\n"
+            texts[f"file:///bench/{path.name}"] = head
+    else:
+        for name in FULL_FILES:
+            path = STDLIB / name
+            if path.exists():
+                texts[path.as_uri()] = path.read_text()
+        for path in sample_files():
+            texts[f"file:///bench/{path.name}"] = path.read_text()
+    return synthesize(texts, seed=3)
+
+
+async def _replays(trace: Trace) -> dict[str, dict[str, Any]]:
+    out = {}
+    for policy in ("none", "lru", "hybrid"):
+        result = await replay_trace(
+            trace, settings={"cache": {"policy": policy, "l2": "none"}}, ttft_ms=0.0
+        )
+        out[policy] = result.summary()
+    return out
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    """Measure and return the rows."""
+    trace = _trace(quick)
+    summaries = asyncio.run(_replays(trace))
+    none = summaries["none"]
+    rows = []
+    for policy in ("lru", "hybrid"):
+        s = summaries[policy]
+        rows.append(
+            _row(
+                f"upstream requests, {policy} vs policy=none ({s['requests']} requests)",
+                s["upstreamRequests"],
+                none["upstreamRequests"],
+                "requests",
+            )
+        )
+        for q in ("p50", "p95"):
+            rows.append(
+                _row(
+                    f"user-perceived latency {q}, {policy} vs none",
+                    s["latencyMs"]["all"][q],
+                    none["latencyMs"]["all"][q],
+                    "ms",
+                )
+            )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.jsonl"
+        write_trace(path, trace)
+        requests = simulate.collect_requests(path)
+        results = simulate.simulate(
+            requests,
+            strategies=("scope", "prefix", "uri-prefix-suffix", "prefix-trie", "position"),
+            policies=("hybrid",),
+            capacities=(1024,),
+        )
+    scope = next(r for r in results if r.strategy == "scope")
+    for result in results:
+        if result.strategy == "scope":
+            continue
+        rows.append(
+            _row(
+                f"simulated upstream requests, scope keys vs {result.strategy}",
+                scope.upstream,
+                result.upstream,
+                "requests",
+            )
+        )
+    return rows
+
+
+if __name__ == "__main__":
+    for row in run("--quick" in sys.argv):
+        print(row)
