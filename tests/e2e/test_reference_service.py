@@ -496,7 +496,9 @@ def test_reset_fault_breaks_the_connection_before_any_header(
     svc = shared_reference_service
     svc.set_fault("reset")
     with svc.client(http2=http2) as client:
-        with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
+        # Which error depends on what the client was doing when the RST landed
+        # (reading the response, or still writing, e.g. an h2 WINDOW_UPDATE).
+        with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
             post(svc, client, {})
         assert post(svc, client, {}).status_code == 200  # on a fresh connection
     stats = svc.stats()
@@ -598,14 +600,14 @@ def test_token_mode_issues_short_lived_tokens_that_completions_require(
     shared_reference_service: ReferenceService,
 ) -> None:
     svc = shared_reference_service
-    svc.enable_tokens("editor", "s3cret", lifetime=0.5)
+    svc.enable_tokens("editor", "s3cret", lifetime=1.0)
     with svc.client() as client:
         assert post(svc, client, {}).status_code == 401
         answer = fetch_token(svc, client).json()
-        assert answer["token_type"] == "Bearer" and answer["expires_in"] == 0.5
+        assert answer["token_type"] == "Bearer" and answer["expires_in"] == 1.0
         token = answer["access_token"]
         ok = client.post(svc.url + "/completions", json={"prompt": PROMPT}, headers=bearer(token))
-        time.sleep(0.6)  # outlive the token
+        time.sleep(1.1)  # outlive the token
         expired = client.post(svc.url + "/completions", json={"prompt": PROMPT},
                               headers=bearer(token))
     assert ok.status_code == 200

@@ -26,7 +26,8 @@ Modes and their parameters:
 Both resets end the whole TCP connection (other HTTP/2 streams on it break
 too), which is what a crashed or restarted upstream looks like to a client.
 ``reset`` sends a TCP RST before any response byte (httpx raises
-``RemoteProtocolError``/``ReadError``, never sees a status); ``reset-mid-stream``
+``RemoteProtocolError``, ``ReadError`` or, if it was still writing,
+``WriteError``; it never sees a status); ``reset-mid-stream``
 first lets the chunks already written reach the client, then closes (a RST
 could overtake them), so the client sees a response that stops short.
 """
