@@ -82,6 +82,15 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.set_defaults(module="lsp_server.simulate")
 
 
+def _add_prewarm(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("prewarm", help="fill the shared L2 by replaying a trace")
+    p.add_argument("--from", dest="trace", required=True, metavar="TRACE")
+    p.add_argument("--config", metavar="FILE", help="TOML settings (endpoint, model, cache.l2)")
+    p.add_argument("--endpoint", metavar="URL", help="default: a reference service it starts")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(module="lsp_server.prewarm")
+
+
 def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("demo", help="the guided tour: reference service + replay + results")
     p.add_argument("--seed", type=int, default=7)
@@ -124,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (
         _add_serve, _add_upstream, _add_trace, _add_replay, _add_simulate, _add_demo,
-        _add_diagnose, _add_slo,
+        _add_diagnose, _add_slo, _add_prewarm,
     ):
         add(sub)
     return parser

@@ -60,9 +60,9 @@ UNKNOWN_LIFETIME = 3600.0
 #: a token this close to its expiry (fraction of lifetime, capped) is not handed out
 EXPIRY_MARGIN = 0.02
 EXPIRY_MARGIN_CAP = 5.0
-#: retry delays after a failed fetch: first ~0.5 s, doubling up to 15 s
+#: retry delays after a failed fetch: first ~0.5 s, doubling up to 10 s
 DEFAULT_RETRY_BASE = 0.5
-DEFAULT_RETRY_CAP = 15.0
+DEFAULT_RETRY_CAP = 10.0
 #: the longest a completion waits for a fetch that is already under way
 DEFAULT_WAIT_LIMIT = 5.0
 #: a token rejected this soon after a forced refresh means the credential is refused
@@ -166,6 +166,8 @@ class RefreshingTokenAuth(AuthProvider):
         #: fetch attempts so far, and how many failed
         self.fetches = 0
         self.fetch_failures = 0
+        #: times a request had to wait for a fetch (no token, or a forced refresh)
+        self.request_waits = 0
 
     # -- AuthProvider -----------------------------------------------------
 
@@ -197,6 +199,8 @@ class RefreshingTokenAuth(AuthProvider):
                 return False
         if self._backing_off(now):
             return False
+        self.request_waits += 1
+        logger.info("the service refused the access token: one forced refresh, then one retry")
         try:
             await self._fetch_shared(self._fetch_task(forced=True), limit=self._wait_limit)
         except AuthError:
@@ -248,6 +252,9 @@ class RefreshingTokenAuth(AuthProvider):
         if not running and self._backing_off(self._clock()):
             wait = self._retry_at - self._clock()
             raise AuthError(f"no access token ({self._last_error}); next attempt in {wait:.1f}s")
+        # On the request path: say so, this is what prefetch exists to avoid.
+        self.request_waits += 1
+        logger.info("a request waits for an access token fetch")
         return await self._fetch_shared(self._fetch_task(), limit=self._wait_limit)
 
     def _fetch_task(self, *, forced: bool = False) -> asyncio.Task[_HeldToken]:
