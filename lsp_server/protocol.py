@@ -7,26 +7,99 @@ Two departures from pygls's defaults, both deliberate:
   on every keystroke;
 * a request or notification without ``params`` (allowed by JSON-RPC, e.g.
   ``scopecache/stats``) is given ``params: null`` instead of failing to
-  deserialize.
+  deserialize;
+* every request gets an answer: params that do not fit the method's type get
+  -32602 InvalidParams (pygls drops such a request silently, so the client
+  would wait forever), and a request before ``initialize`` gets -32002
+  ServerNotInitialized (notifications then are dropped, as LSP says). Frames
+  come from ``lsp_server.framing``, which answers bodies that are not messages;
+* a notification handled by a generator (didOpen, didChange, didClose) does
+  not stay behind in pygls's table of running requests: pygls 2.1 files it
+  there and never removes it, one leaked future per keystroke.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Generator
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, lsp_method
+
+logger = logging.getLogger(__name__)
 
 
 class ScopecacheProtocol(LanguageServerProtocol):
     """pygls's language server protocol without its own document store."""
+
+    #: set by the first ``initialize`` request; before it, requests get -32002
+    _initialize_seen = False
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         """Accept requests and notifications that omit ``params``."""
         if "method" in data and "params" not in data:
             data = {**data, "params": None}
         return super().structure_message(data)
+
+    def receive(self, data: dict[str, Any]) -> None:
+        """Structure and handle one JSON-RPC object; bad params of a request get -32602."""
+        method = data.get("method")
+        if isinstance(method, str) and self._refused_before_initialize(method, data.get("id")):
+            return
+        try:
+            message = self.structure_message(data)
+        except JsonRpcException:
+            method = data.get("method")
+            if method is not None and "id" in data:
+                self.send_error(
+                    data["id"], types.ErrorCodes.InvalidParams, f"Invalid params for {method}"
+                )
+            else:
+                logger.warning("dropped a notification or response that does not fit: %s", method)
+            return
+        self.handle_message(message)
+
+    def handle_message(self, message: Any) -> None:
+        """Answer requests before ``initialize`` with -32002 and drop notifications then."""
+        method = getattr(message, "method", None)
+        if isinstance(method, str) and self._refused_before_initialize(
+            method, getattr(message, "id", None)
+        ):
+            return
+        super().handle_message(message)
+
+    def _refused_before_initialize(self, method: str, msg_id: Any) -> bool:
+        if self._initialize_seen or method == types.EXIT:
+            return False
+        if method == types.INITIALIZE:
+            self._initialize_seen = True
+            return False
+        if msg_id is not None:
+            self.send_error(
+                msg_id,
+                types.ErrorCodes.ServerNotInitialized,
+                f"server not initialized: {method} before initialize",
+            )
+        else:
+            logger.debug("notification %s before initialize dropped", method)
+        return True
+
+    def _check_handler_result(self, future: Any) -> None:
+        # pygls calls this when a notification's handler is done, but for a
+        # generator handler it also filed the future under a random id in
+        # _request_futures and never removes it; drop it here (the table holds
+        # only running requests, so the scan is short).
+        super()._check_handler_result(future)
+        for key in [k for k, f in self._request_futures.items() if f is future]:
+            del self._request_futures[key]
+
+    def send_error(self, msg_id: Any, code: int, message: str) -> None:
+        """Send a JSON-RPC error answer (``msg_id`` None is sent as ``"id": null``)."""
+        self._send_data(
+            {"jsonrpc": "2.0", "id": msg_id, "error": {"code": int(code), "message": message}}
+        )
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(

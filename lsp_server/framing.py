@@ -1,0 +1,187 @@
+"""Reading LSP base-protocol frames from an untrusted byte stream.
+
+pygls's own reader (``pygls.io_.run_async``) trusts its client: a body that
+is not JSON is logged and dropped without an answer, a request whose params
+do not fit is dropped the same way, a wrong ``Content-Length`` makes it lose
+the messages that follow, and a header "line" without a newline is read
+whole into memory. An editor extension with a bug must not be able to wedge
+or bloat the server, so ``serve_stdio`` runs this reader instead:
+
+* a body that is not JSON (or not UTF-8) gets the JSON-RPC parse error
+  ``{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, ...}}``;
+* a JSON array (a JSON-RPC batch, which LSP does not have) or a value that is
+  not a JSON-RPC 2.0 object gets -32600 Invalid Request;
+* header lines are read in bounded pieces, and a ``Content-Length`` header is
+  recognised at the end of any line, so after a too-short or too-long length
+  the reader resynchronises at the next header instead of losing the rest of
+  the session; a header block without a usable length gets a parse error;
+* a declared length above ``MAX_MESSAGE_BYTES`` is refused (-32600) and its
+  body skipped in bounded pieces, never buffered.
+
+Structuring the message and answering its request are the protocol's job
+(``ScopecacheProtocol.receive``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import sys
+import threading
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+
+from pygls.io_ import StdoutWriter
+
+if TYPE_CHECKING:
+    from pygls.server import JsonRPCServer
+
+logger = logging.getLogger(__name__)
+
+#: the longest header line read at once; longer input is read (and skipped) in pieces
+MAX_HEADER_LINE = 4096
+#: the largest message accepted (a 20 MB document fits; it is served, not parsed)
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+# Anchored at the end of the line, not the start: after a wrong length the
+# next header often arrives glued to the leftover of the previous body.
+_CONTENT_LENGTH = re.compile(rb"content-length:[ \t]*([^\r\n]*?)[ \t]*\r?\n$", re.IGNORECASE)
+#: bytes of an unfinished line kept so a header split across two pieces is still found
+_CARRY = 64
+
+
+class FrameSink(Protocol):
+    """What the reader hands frames to (``ScopecacheProtocol``)."""
+
+    def receive(self, data: dict[str, Any]) -> None:
+        """Structure and dispatch one JSON-RPC message object."""
+
+    def send_error(self, msg_id: Any, code: int, message: str) -> None:
+        """Answer with a JSON-RPC error (``msg_id`` None: ``"id": null``)."""
+
+
+class LineReader(Protocol):
+    """The reader interface: bounded lines and exact reads."""
+
+    async def readline(self) -> bytes:
+        """At most ``MAX_HEADER_LINE`` bytes, up to and including a newline."""
+
+    async def readexactly(self, n: int) -> bytes:
+        """``n`` bytes, fewer only at end of input."""
+
+
+class BoundedStdinReader:
+    """Reads a blocking binary stream in a worker thread, lines bounded in length."""
+
+    def __init__(self, stream: BinaryIO, executor: Executor | None = None) -> None:
+        self.stream = stream
+        self.executor = executor
+
+    async def readline(self) -> bytes:
+        """One line, or the next ``MAX_HEADER_LINE`` bytes of a longer one."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, self.stream.readline, MAX_HEADER_LINE)
+
+    async def readexactly(self, n: int) -> bytes:
+        """``n`` bytes (fewer at end of input)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, self.stream.read, n)
+
+
+def dispatch_body(sink: FrameSink, body: bytes) -> None:
+    """Decode one body and hand it on, answering what cannot be a message."""
+    try:
+        data = json.loads(body)
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        logger.warning("message body is not JSON (%d bytes): %s", len(body), exc)
+        sink.send_error(None, PARSE_ERROR, f"Parse error: {exc}")
+        return
+    if isinstance(data, list):
+        logger.warning("JSON-RPC batch of %d messages refused", len(data))
+        sink.send_error(None, INVALID_REQUEST, "Invalid Request: LSP has no batch messages")
+        return
+    if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
+        logger.warning("not a JSON-RPC 2.0 message: %.80r", data)
+        msg_id = data.get("id") if isinstance(data, dict) else None
+        sink.send_error(valid_id(msg_id), INVALID_REQUEST, "Invalid Request: not JSON-RPC 2.0")
+        return
+    if "id" in data and valid_id(data["id"]) is None and "method" in data:
+        sink.send_error(None, INVALID_REQUEST, "Invalid Request: id must be a string or number")
+        return
+    sink.receive(data)
+
+
+def valid_id(msg_id: Any) -> str | int | None:
+    """``msg_id`` when JSON-RPC allows it as a request id, else None."""
+    if isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool)):
+        return msg_id
+    return None
+
+
+async def read_frames(stop_event: threading.Event, reader: LineReader, sink: FrameSink) -> None:
+    """Read frames until end of input or ``stop_event``; never gives up on bad input."""
+    length: int | None = None
+    trouble: tuple[int, str] | None = None  # what to answer for a header without a length
+    carry = b""
+    while not stop_event.is_set():
+        line = await reader.readline()
+        if not line:
+            break
+        match = _CONTENT_LENGTH.search(carry + line)
+        carry = b"" if line.endswith(b"\n") else line[-_CARRY:]
+        if match is not None:
+            value = match.group(1)
+            length, trouble = None, None
+            if not value.isdigit():
+                trouble = (PARSE_ERROR, f"Content-Length is not a number: {value[:40]!r}")
+            elif int(value) > MAX_MESSAGE_BYTES:
+                trouble = (INVALID_REQUEST, f"message too large: {int(value)} bytes")
+            else:
+                length = int(value)
+            continue
+        if line.strip():
+            # Another header (Content-Type), or junk: skipped; junk where a
+            # header block should start earns a parse error at its blank line.
+            if length is None and trouble is None:
+                trouble = (PARSE_ERROR, "Parse error: header block without Content-Length")
+            continue
+        if length is None:
+            # End of a header block without a usable length: the body that
+            # follows is skipped line by line until the next header.
+            if trouble is not None:
+                logger.warning("unusable frame: %s", trouble[1])
+                sink.send_error(None, *trouble)
+                trouble = None
+            continue
+        body = await reader.readexactly(length)
+        if len(body) < length:
+            break  # end of input inside a body
+        length = None
+        try:
+            dispatch_body(sink, body)
+        except Exception:  # one bad message must never end the session
+            logger.exception("unable to handle a message")
+
+
+def serve_stdio(
+    server: JsonRPCServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+) -> None:
+    """Run ``server`` on stdio with ``read_frames``; mirrors pygls's ``start_io``."""
+    stop_event = threading.Event()
+    server._stop_event = stop_event  # pygls's shutdown() sets it to end the loop
+    reader = BoundedStdinReader(stdin or sys.stdin.buffer, server.thread_pool)
+    server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+    sink: Any = server.protocol
+    try:
+        asyncio.run(read_frames(stop_event, reader, sink))
+    except BrokenPipeError:
+        logger.error("connection to the client is lost; shutting down")
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()  # type: ignore[no-untyped-call]
