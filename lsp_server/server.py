@@ -24,10 +24,14 @@ from cache.store import CompletionStore
 from lsp_server import assembly
 from lsp_server.documents import Document, DocumentStore
 from lsp_server.exclude import is_excluded
+from lsp_server.hints import diagnose, signal_values
 from lsp_server.inflight import InflightRegistry
+from lsp_server.metrics import MetricsRegistry, pool_state
+from lsp_server.metrics_http import MetricsEndpoint
 from lsp_server.notify import UserNotifier
 from lsp_server.pipeline import CompletionPipeline, SharedTier, Suggestion
 from lsp_server.protocol import ScopecacheProtocol
+from lsp_server.recorder import TraceRecorder
 from lsp_server.settings import Settings, parse_settings
 from lsp_server.speculate import SpeculativePrefetcher
 from lsp_server.stats import ServerStats
@@ -45,6 +49,8 @@ SPECULATION_DELAY = 0.005
 
 #: suggestions remembered for ``scopecache.accepted``
 SERVED_ITEMS_KEPT = 256
+#: seconds of signal history the root-cause hints look at
+HINT_WINDOW = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +79,15 @@ class ScopecacheServer(LanguageServer):
         self.base_settings = settings or Settings()
         self.settings = self.base_settings
         self.stats = ServerStats()
+        self.metrics = MetricsRegistry()
+        self.metrics_endpoint: MetricsEndpoint | None = None
         self.notifier = UserNotifier(self.window_show_message)
         self.documents = DocumentStore(max_parse_bytes=self.settings.max_parse_bytes)
         self.inflight = InflightRegistry()
         self.throttle = MissThrottle()
         self.speculator = SpeculativePrefetcher(self.settings.speculative)
         self._rate_limited_seen = 0
+        self.recorder: TraceRecorder | None = None
         self._host_backend = backend
         self._host_store = store
         self._host_l2 = l2
@@ -113,6 +122,10 @@ class ScopecacheServer(LanguageServer):
         self.throttle.max_delay = t.max_delay_ms / 1000.0
         self.throttle.line_start_immediate = t.line_start_immediate
         self.speculator.settings = settings.speculative
+        if settings.record_trace and self.recorder is None:
+            self.recorder = TraceRecorder(
+                settings.record_trace, include_text=settings.record_text, exclude=settings.exclude
+            )
         if self._host_store is None and self._changed("store", assembly.store_signature(settings)):
             self.store = assembly.build_store(settings, self.heat)
         if self._host_backend is not None:
@@ -121,6 +134,8 @@ class ScopecacheServer(LanguageServer):
             self._replace_backend(settings)
         if self._host_l2 is None and self._changed("l2", assembly.l2_signature(settings)):
             self._replace_l2(settings)
+        if self._initialized:
+            self._sync_metrics_endpoint(settings)
         self.pipeline = self._make_pipeline()
 
     def _replace_l2(self, settings: Settings) -> None:
@@ -189,6 +204,7 @@ class ScopecacheServer(LanguageServer):
             notifier=self.notifier,
             completion=self.settings.completion,
             l2=self.l2,
+            metrics=self.metrics,
         )
 
     # -- lifecycle --------------------------------------------------------
@@ -206,6 +222,30 @@ class ScopecacheServer(LanguageServer):
             self.spawn(self._warm_up(self.backend))
         if self._own_l2 is not None:
             self.spawn(self._start_l2(self._own_l2))
+        self._sync_metrics_endpoint(self.settings)
+
+    def _sync_metrics_endpoint(self, settings: Settings) -> None:
+        signature = (settings.metrics_host, settings.metrics_port)
+        if self._changed("metrics", signature):
+            self.spawn(self._serve_metrics(*signature))
+
+    async def _serve_metrics(self, host: str, port: int) -> None:
+        """(Re)start the /metrics + dashboard endpoint; port 0 turns it off."""
+        old, self.metrics_endpoint = self.metrics_endpoint, None
+        if old is not None:
+            await old.aclose()
+        if port == 0:
+            return
+        endpoint = MetricsEndpoint(
+            self.stats_snapshot, self.metrics, host=host, port=port, sample=self.stats_snapshot
+        )
+        try:
+            await endpoint.start()
+        except OSError as exc:
+            self.notifier.problem("metrics", f"cannot serve metrics on {host}:{port}: {exc}")
+            return
+        self.notifier.resolved("metrics")
+        self.metrics_endpoint = endpoint
 
     async def _warm_up(self, backend: CompletionBackend) -> None:
         try:
@@ -222,6 +262,11 @@ class ScopecacheServer(LanguageServer):
             await self.backend.aclose()
         if self._own_l2 is not None:
             await self._own_l2.aclose()
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.aclose()
+        if self.recorder is not None:
+            recorder, self.recorder = self.recorder, None
+            await asyncio.get_running_loop().run_in_executor(None, recorder.finish)
 
     def spawn(self, coro: Any) -> asyncio.Task[Any]:
         """Run ``coro`` in the background, keeping a reference until it ends."""
@@ -256,13 +301,18 @@ class ScopecacheServer(LanguageServer):
         )
 
     async def suggest(
-        self, uri: str, position: types.Position, *, automatic: bool = True
+        self,
+        uri: str,
+        position: types.Position,
+        *,
+        automatic: bool = True,
+        method: str = "inline",
     ) -> tuple[Suggestion, str, SyntaxContext] | None:
         """A suggestion at ``position`` with its item id, or None.
 
         ``automatic`` tells whether the editor asked by itself while the user
         typed (rather than the user invoking completion): it feeds the hybrid
-        policy's context weight.
+        policy's context weight. ``method`` is ``inline`` or ``list``.
         """
         ctx = self.context_at(uri, position)
         if ctx is None:
@@ -277,7 +327,11 @@ class ScopecacheServer(LanguageServer):
             current = self.documents.get(uri)
             return current is doc and current is not None and current.version == version
 
-        suggestion = await self.pipeline.complete(uri, ctx, still_current=still_current)
+        if self.recorder is not None:
+            self.recorder.complete(uri, position, method)
+        suggestion = await self.pipeline.complete(
+            uri, ctx, still_current=still_current, method=method
+        )
         if suggestion is None:
             return None
         if doc is not None and suggestion.text:
@@ -296,6 +350,8 @@ class ScopecacheServer(LanguageServer):
     def _speculate(self, doc: Document, version: int, ctx: SyntaxContext, text: str) -> None:
         if self.backend is None or self.documents.get(doc.uri) is not doc:
             return
+        if self.store.policy_name == "none":
+            return  # nothing fetched ahead could be kept
         if doc.version != version:
             return
         counters = self.backend.counters()
@@ -336,10 +392,21 @@ class ScopecacheServer(LanguageServer):
             "errorsByKind": dict(counters.errors_by_kind) if counters else {},
             "circuit": counters.circuit if counters else "closed",
             "endpoint": self.settings.endpoint,
+            "dnsFallbacks": counters.dns_fallbacks if counters else 0,
+            "streamsReset": counters.streams_reset if counters else 0,
+            "ttftMsP50": counters.ttft_ms_p50 if counters else 0.0,
+            "ttftMsP95": counters.ttft_ms_p95 if counters else 0.0,
         }
         if self._own_l2 is not None:
             snapshot["l2"] = self._own_l2.stats()
         snapshot["inflight"] = len(self.inflight)
         snapshot["documents"] = len(self.documents)
         snapshot["problems"] = self.notifier.active()
+        snapshot["pool"] = pool_state(self.backend, self.settings.transport.max_connections)
+        snapshot["metrics"] = self.metrics.snapshot()
+        if self.metrics.sample_due():
+            self.metrics.add_sample(signal_values(snapshot))
+        snapshot["hints"] = diagnose(self.metrics.window(HINT_WINDOW))
+        if self.metrics_endpoint is not None:
+            snapshot["metricsUrl"] = self.metrics_endpoint.url
         return snapshot
