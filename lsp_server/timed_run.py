@@ -68,6 +68,7 @@ class TimedRun:
         self._recent: dict[str, deque[Stream]] = {}
         self._finished: list[Stream] = []
         self._spec_times: deque[float] = deque()
+        self._last_predicted: dict[str, str] = {}
         self._last_promoted = -math.inf
 
     # -- the event loop ------------------------------------------------------------
@@ -301,8 +302,15 @@ class TimedRun:
     # -- speculative prefetch (ours) --------------------------------------------------
 
     def _prefetch(self, req: SimRequest, shown: str) -> None:
+        # as the server's prefetcher: only at the end of a line, once per predicted
+        # state, one speculative stream per document, within the per-minute budget
         target = self.prefetch.get(req.index)
-        if target is None or any(s.source for s in self._streams.get(req.uri, ())):
+        if target is None or req.line_suffix.strip():
+            return
+        accepted = req.line_prefix + shown.split("\n", 1)[0]
+        if self._last_predicted.get(req.uri) == accepted:
+            return
+        if any(s.source for s in self._streams.get(req.uri, ())):
             return
         while self._spec_times and self._spec_times[0] <= self.now - 60.0:
             self._spec_times.popleft()
@@ -311,8 +319,8 @@ class TimedRun:
         if self.cache.serve(target) is not None or self._find(target) is not None:
             return  # already known or already asked
         self._spec_times.append(self.now)
+        self._last_predicted[req.uri] = accepted
         self.result.speculative += 1
-        accepted = req.line_prefix + shown.split("\n", 1)[0]
         self._start(req, target, source=(req.anchor, req.line_prefix, accepted))
 
     def _cancel_diverged_prefetch(self, req: SimRequest) -> None:
