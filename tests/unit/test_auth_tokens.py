@@ -10,7 +10,8 @@ import pytest
 from transport.auth import auth_for
 from transport.auth_command import CommandTokenSource
 from transport.auth_oauth import ClientCredentialsSource
-from transport.auth_tokens import IssuedToken, RefreshingTokenAuth, TokenSource
+from transport.auth_source import IssuedToken, TokenSource
+from transport.auth_tokens import RefreshingTokenAuth
 from transport.errors import AuthError, ConfigurationError
 from transport.options import EndpointOptions
 from transport.resilience import Backoff, SecretRedactor
