@@ -126,6 +126,7 @@ TIMED_COLUMNS = (
     "design", "instant", "<next", "up", "done", "cxl", "spec", "wasted", "w.chars",
     "stale", "p50", "p95",
 )
+#: the width the timed table needs to show every figure whole
 TIMED_TABLE_WIDTH = 112
 
 
@@ -170,8 +171,7 @@ def render_timed_table(
             _ms(r.percentile(0.5)),
             _ms(r.percentile(0.95)),
         )
-    # wide enough that no figure is cut, even on an 80-column terminal
-    console.print(table, width=max(console.width, TIMED_TABLE_WIDTH))
+    console.print(table)
     if results:
         console.print(
             f"{results[0].requests} completion requests; latency counts requests never "
