@@ -266,6 +266,8 @@ def run_timed(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         out = Console()
+        if out.width < report.TIMED_TABLE_WIDTH:
+            out = Console(width=report.TIMED_TABLE_WIDTH)  # cut figures help nobody
         report.render_timed_table(main, out, token_ms=token_ms)
         if args.plot:
             out.print(f"plot written to {args.plot}")
