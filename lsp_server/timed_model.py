@@ -104,10 +104,16 @@ CLIENT_MODELS: dict[str, ClientModel] = {
 }
 #: the designs compared by default
 DESIGN_NAMES = tuple(CLIENT_MODELS)
-#: ours without speculative prefetch, to show what prefetch adds and costs
-CLIENT_MODELS["ours-nospec"] = ClientModel(
-    name="ours-nospec", cache="scope", attach=True, throttle="adaptive", grace=DEFAULT_GRACE
-)
+# Ablations (``--designs all``): ours without speculative prefetch, and our request
+# behaviour over the prefix-keyed caches, so that key designs compare at equal timing.
+for _name, _cache in (
+    ("ours-nospec", "scope"),
+    ("ours-prefix", "prefix"),
+    ("ours-prefix-trie", "prefix-trie"),
+):
+    CLIENT_MODELS[_name] = ClientModel(
+        name=_name, cache=_cache, attach=True, throttle="adaptive", grace=DEFAULT_GRACE
+    )
 
 
 @dataclass(eq=False)
