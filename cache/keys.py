@@ -59,11 +59,17 @@ class ScopeKey:
         node_type: str,
         parent_type: str,
         scope_text: str,
-        suffix_text: str,
+        suffix_text: str = "",
+        suffix_fp: int | None = None,
     ) -> ScopeKey:
-        """Build the key from the syntax context's plain values."""
+        """Build the key from the syntax context's plain values.
+
+        ``suffix_fp`` saves hashing the suffix again when the caller has it.
+        """
         structure = f"{scope_depth}-{node_type}-{parent_type}"
-        return cls(language, structure, fingerprint(scope_text), fingerprint(suffix_text))
+        if suffix_fp is None:
+            suffix_fp = fingerprint(suffix_text)
+        return cls(language, structure, fingerprint(scope_text), suffix_fp)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("ScopeKey is immutable")
@@ -114,14 +120,18 @@ class LineAnchor:
         object.__setattr__(self, "_hash", hash((language, context_fp, suffix_fp)))
 
     @classmethod
-    def build(cls, *, language: str, context: str, suffix_text: str) -> LineAnchor:
+    def build(
+        cls, *, language: str, context: str, suffix_text: str = "", suffix_fp: int | None = None
+    ) -> LineAnchor:
         """Build the anchor from the text before the cursor's line and the suffix.
 
         ``context`` is the scope-local text up to the start of the line (it
         ends with the previous line's newline); only its last
         ``ANCHOR_CHARS`` characters count.
         """
-        return cls(language, fingerprint(context[-ANCHOR_CHARS:]), fingerprint(suffix_text))
+        if suffix_fp is None:
+            suffix_fp = fingerprint(suffix_text)
+        return cls(language, fingerprint(context[-ANCHOR_CHARS:]), suffix_fp)
 
     def with_context(self, context: str) -> LineAnchor:
         """The anchor of another line under the same suffix (for multi-line continuations)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urlsplit
 
@@ -19,8 +20,17 @@ def uri_path(uri: str) -> str:
     return unquote(parts.path) if parts.scheme else uri
 
 
+@lru_cache(maxsize=4096)
+def _is_excluded(uri: str, patterns: tuple[str, ...]) -> bool:
+    return _matches(uri, patterns)
+
+
 def is_excluded(uri: str, patterns: Sequence[str]) -> bool:
-    """True when the document at ``uri`` matches one of ``patterns``."""
+    """True when the document at ``uri`` matches one of ``patterns`` (memoized per URI)."""
+    return _is_excluded(uri, tuple(patterns))
+
+
+def _matches(uri: str, patterns: Sequence[str]) -> bool:
     path = uri_path(uri)
     name = PurePosixPath(path).name
     for pattern in patterns:

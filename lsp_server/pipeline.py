@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from cache.entry import CachedCompletion
-from cache.keys import LineAnchor, ScopeKey
+from cache.keys import LineAnchor, ScopeKey, fingerprint
 from cache.store import CompletionStore, Hit
 from lsp_server.inflight import InflightRegistry, InflightStream
 from lsp_server.metrics import MetricsRegistry, timed_stream
@@ -65,17 +65,16 @@ class Suggestion:
 
 def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
     """The exact key and line anchor of a syntax context."""
+    suffix_fp = fingerprint(ctx.suffix)
     key = ScopeKey.build(
         language=ctx.language,
         scope_depth=ctx.scope_depth,
         node_type=ctx.node_type,
         parent_type=ctx.parent_type,
         scope_text=ctx.scope_prefix,
-        suffix_text=ctx.suffix,
+        suffix_fp=suffix_fp,
     )
-    anchor = LineAnchor.build(
-        language=ctx.language, context=ctx.line_context, suffix_text=ctx.suffix
-    )
+    anchor = LineAnchor.build(language=ctx.language, context=ctx.line_context, suffix_fp=suffix_fp)
     return key, anchor
 
 
