@@ -126,8 +126,14 @@ class ScopecacheServer(LanguageServer):
             self.recorder = TraceRecorder(
                 settings.record_trace, include_text=settings.record_text, exclude=settings.exclude
             )
-        if self._host_store is None and self._changed("store", assembly.store_signature(settings)):
+        # L1 entries carry no endpoint/model/tenant: a new namespace starts empty,
+        # so an answer of one model is never served under another.
+        namespace_changed = self._changed("namespace", (assembly.cache_namespace(settings),))
+        store_changed = self._changed("store", assembly.store_signature(settings))
+        if self._host_store is None and (store_changed or namespace_changed):
             self.store = assembly.build_store(settings, self.heat)
+        elif namespace_changed:
+            self.store.clear()
         if self._host_backend is not None:
             self.backend = self._host_backend
         elif self._changed("backend", assembly.backend_signature(settings)):
