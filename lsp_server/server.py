@@ -165,6 +165,12 @@ class ScopecacheServer(LanguageServer):
 
     async def _start_l2(self, store: L2Store) -> None:
         await store.start()
+        if store.state == "down":
+            where = getattr(store, "path", None) or store.kind
+            self.notifier.problem(
+                "l2", f"shared cache unavailable ({where}); continuing without it"
+            )
+            return
         limit = self.settings.cache.prewarm
         if limit <= 0:
             return

@@ -136,3 +136,27 @@ async def test_never_ending_stream_is_cut_by_the_default_deadline_too(
         stats = await server.stats()
         assert stats["upstreamErrors"] == 1 and stats["cache"]["size"] == 0
         assert await server.inline_text(URI, 1, 14) == EXPECTED
+
+
+# -- a hostile disk -----------------------------------------------------------
+
+
+async def test_unwritable_l2_location_is_reported_once_and_serving_goes_on(
+    upstream: ReferenceService, tmp_path: Path
+) -> None:
+    # A file where the cache directory should be: unwritable even for root
+    # (which ignores directory permissions).
+    blocker = tmp_path / "cache-dir"
+    blocker.write_text("not a directory")
+    async with ServerProcess(options(upstream, blocker / "l2.sqlite")) as server:
+        server.open(URI, TEXT)
+        assert await server.inline_text(URI, 1, 14) == EXPECTED
+        assert await server.inline_text(URI, 1, 14) == EXPECTED  # from L1
+        stats = await server.stats()
+        assert stats["served"]["upstream"] == 1 and stats["served"]["exact"] == 1
+        assert stats["l2"]["state"] == "down"
+        server.insert(URI, 1, 14, " ")
+        await server.inline_text(URI, 1, 15)
+        l2_messages = [m for m in server.messages if "shared cache unavailable" in m.message]
+        assert len(l2_messages) == 1
+        assert str(blocker) in l2_messages[0].message
