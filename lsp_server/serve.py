@@ -20,8 +20,13 @@ def configure_logging(level: str, log_file: str | None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(getattr(logging, level.upper(), logging.INFO))
-    # pygls logs every message body at DEBUG/INFO; keep it quieter than ours.
+    # pygls logs every message body at DEBUG/INFO (document texts); keep it quieter.
     logging.getLogger("pygls").setLevel(max(root.level, logging.WARNING))
+    # The HTTP/2 stack logs decoded headers at DEBUG, the Authorization header
+    # included: never let those through, whatever --log-level says.
+    for name in ("hpack", "h2", "h11", "httpcore"):
+        logging.getLogger(name).setLevel(max(root.level, logging.INFO))
+    logging.getLogger("httpx").setLevel(max(root.level, logging.WARNING))
 
 
 def load_settings(path: str | None) -> tuple[Settings, list[str]]:
