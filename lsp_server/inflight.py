@@ -68,6 +68,9 @@ class InflightRegistry:
         self._by_anchor: dict[LineAnchor, list[InflightStream]] = {}
         self._grace = grace
         self.cancelled_upstream = 0
+        #: characters streamed by streams that were then cancelled (generated for nobody)
+        self.wasted_chars = 0
+        self.completed_upstream = 0
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_anchor.values())
@@ -108,6 +111,7 @@ class InflightRegistry:
             async for chunk in chunks:
                 stream.text += chunk
             stream.finished = True
+            self.completed_upstream += 1
         finally:
             with contextlib.suppress(Exception):
                 await chunks.aclose()  # type: ignore[attr-defined]
@@ -179,6 +183,7 @@ class InflightRegistry:
         if stream.task is not None and not stream.task.done():
             logger.debug("cancelling unattended upstream stream for %s", stream.uri)
             self.cancelled_upstream += 1
+            self.wasted_chars += len(stream.text)
             stream.task.cancel()
         self._forget(stream)
 

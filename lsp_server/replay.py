@@ -30,6 +30,9 @@ from lsp_server.stats import SOURCES, percentile
 from lsp_server.trace import ChangeEvent, CloseEvent, CompleteEvent, OpenEvent, Trace, read_trace
 from lsp_server.upstream_process import ReferenceProcess
 
+#: a suggestion shown within this many milliseconds of the keystroke is "instant"
+INSTANT_MS = 10.0
+
 #: the model name the replay uses against the reference service
 REFERENCE_MODEL = "reference"
 
@@ -78,6 +81,9 @@ class ReplayResult:
             if event.expect is not None and _consistent(outcome.text, event.expect):
                 useful += 1
         every = hit + miss
+        answered = [o for _e, o in self.outcomes if o.text and not o.cancelled]
+        instant = sum(1 for o in answered if o.latency_ms <= INSTANT_MS)
+        never = len(self.outcomes) - len(answered)
         transport = self.server_stats.get("transport", {})
         result: dict[str, Any] = {
             "requests": len(self.outcomes),
@@ -93,6 +99,18 @@ class ReplayResult:
                 "all": _percentiles(every),
             },
             "wallSeconds": round(self.wall_seconds, 3),
+            # time-aware figures: what the user felt
+            "instant": round(instant / len(self.outcomes), 4) if self.outcomes else 0.0,
+            "neverAnswered": never,
+            "upstream": {
+                "started": self.server_stats.get("upstreamRequests", 0),
+                "completed": self.server_stats.get("upstreamCompleted", 0),
+                "cancelled": self.server_stats.get("upstreamCancelled", 0),
+                "speculative": self.server_stats.get("speculativeRequests", 0),
+                "wastedChars": self.server_stats.get("wastedChars", 0),
+            },
+            "upstreamErrors": self.server_stats.get("upstreamErrors", 0),
+            "rejectedStale": self.server_stats.get("rejectedStale", 0),
             "connectionsOpened": transport.get("connectionsOpened", 0),
             "dnsLookups": transport.get("dnsLookups", 0),
             "settings": self.settings,
@@ -299,6 +317,15 @@ def results_table(summary: Mapping[str, Any], title: str = "replay") -> Table:
         table.add_row(f"{kind} latency p50 / p95 (ms)", f"{lat[kind]['p50']} / {lat[kind]['p95']}")
     table.add_row("connections opened", str(summary["connectionsOpened"]))
     table.add_row("DNS lookups", str(summary["dnsLookups"]))
+    table.add_row("instant (<= 10 ms)", f"{100 * summary['instant']:.1f}%")
+    table.add_row("never answered before the next keystroke", str(summary["neverAnswered"]))
+    up = summary["upstream"]
+    table.add_row(
+        "upstream started / completed / cancelled",
+        f"{up['started']} / {up['completed']} / {up['cancelled']}",
+    )
+    table.add_row("speculative requests", str(up["speculative"]))
+    table.add_row("wasted streamed characters", str(up["wastedChars"]))
     table.add_row("wall seconds", str(summary["wallSeconds"]))
     return table
 

@@ -412,6 +412,9 @@ class ScopecacheServer(LanguageServer):
         if self._own_l2 is not None:
             snapshot["l2"] = self._own_l2.stats()
         snapshot["inflight"] = len(self.inflight)
+        snapshot["upstreamCancelled"] = self.inflight.cancelled_upstream
+        snapshot["upstreamCompleted"] = self.inflight.completed_upstream
+        snapshot["wastedChars"] = self.inflight.wasted_chars
         snapshot["documents"] = len(self.documents)
         snapshot["problems"] = self.notifier.active()
         snapshot["pool"] = pool_state(self.backend, self.settings.transport.max_connections)
