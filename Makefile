@@ -55,5 +55,10 @@ bench: setup
 bench-quick: setup
 	$(BIN)/python -m tests.bench --quick
 
+# Long replays through one real server: RSS over time, latency drift, errors.
+SOAK_MINUTES ?= 5
+soak: setup
+	$(BIN)/python -m tests.soak --minutes $(SOAK_MINUTES)
+
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache $(VSCODE)/node_modules
