@@ -70,6 +70,10 @@ class Document:
         self.parse_skipped: str | None = None
         self._parser: Parser | None = spec.new_parser() if spec is not None else None
         self._text: str | None = text
+        #: the text holds a NUL byte (binary): kept current per edit, so a
+        #: keystroke never scans the whole buffer for one
+        self._has_nul = b"\0" in self.buffer.data
+        self._recheck_nul = False
         self._parse(incremental=False)
 
     def __repr__(self) -> str:
@@ -152,6 +156,7 @@ class Document:
                 self._apply_range(change)
             else:
                 self.buffer.set_text(encode_text(change.text))
+                self._has_nul = b"\0" in self.buffer.data
                 self.tree, full = None, True
         self._text = None
         self._parse(incremental=not full)
@@ -159,6 +164,7 @@ class Document:
     def replace_text(self, text: str) -> None:
         """Replace the whole text and parse it from scratch."""
         self.buffer.set_text(encode_text(text))
+        self._has_nul = b"\0" in self.buffer.data
         self._text = text
         self._parse(incremental=False)
 
@@ -174,6 +180,11 @@ class Document:
         if end < start:
             start, end = end, start
         new = encode_text(change.text)
+        if b"\0" in new:
+            self._has_nul = True
+        elif self._has_nul and end > start:
+            # a deletion may have removed the last NUL: look again (rare)
+            self._recheck_nul = True
         if self.tree is None:
             buf.replace(start, end, new)
             return
@@ -183,6 +194,12 @@ class Document:
         new_end = start + len(new)
         self.tree.edit(start, end, new_end, start_point, old_end_point, buf.ts_point(new_end))
 
+    def _nul_present(self) -> bool:
+        if self._recheck_nul:
+            self._recheck_nul = False
+            self._has_nul = b"\0" in self.buffer.data
+        return self._has_nul
+
     def _parse(self, *, incremental: bool) -> None:
         data = self.buffer.data
         reason: str | None = None
@@ -190,7 +207,7 @@ class Document:
             reason = "no grammar"
         elif len(data) > self.max_parse_bytes:
             reason = "too large"
-        elif b"\0" in data:
+        elif self._nul_present():
             reason = "binary"
         if reason is not None or self._parser is None:
             if reason != self.parse_skipped:

@@ -29,9 +29,7 @@ def main():
 """
 
 
-def edit(
-    sl: int, sc: int, el: int, ec: int, text: str
-) -> TextDocumentContentChangePartial:
+def edit(sl: int, sc: int, el: int, ec: int, text: str) -> TextDocumentContentChangePartial:
     return TextDocumentContentChangePartial(
         range=Range(start=Position(line=sl, character=sc), end=Position(line=el, character=ec)),
         text=text,
@@ -248,3 +246,25 @@ def test_a_new_grammar_is_one_registration() -> None:
     doc = store.open("file:///a.snk", "whatever", 1, "def f():\n    pass\n")
     assert doc.language == "snake" and doc.tree is not None
     assert store.open(URI, "python", 1, "x").tree is None, "python is not in this registry"
+
+
+def test_removing_the_only_nul_byte_makes_the_document_parseable_again() -> None:
+    from lsprotocol.types import Position, Range, TextDocumentContentChangePartial
+
+    store = DocumentStore()
+    doc = store.open("file:///b.py", "python", 1, "x = 1\n")
+    assert doc.tree is not None
+    at = Position(line=0, character=0)
+    store.change(
+        "file:///b.py",
+        2,
+        [TextDocumentContentChangePartial(range=Range(start=at, end=at), text="\0")],
+    )
+    assert doc.tree is None and doc.parse_skipped == "binary"
+    end = Position(line=0, character=1)
+    store.change(
+        "file:///b.py",
+        3,
+        [TextDocumentContentChangePartial(range=Range(start=at, end=end), text="")],
+    )
+    assert doc.tree is not None and doc.text == "x = 1\n"
