@@ -24,6 +24,11 @@ from lsp_server.trace import Trace, write_trace
 
 STDLIB = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
 FULL_FILES = ("textwrap.py", "shlex.py", "heapq.py")
+FULL_LINES = 100
+
+
+def _head(text: str, lines: int) -> str:
+    return "\n".join(text.split("\n")[:lines]) + "\n"
 
 
 def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
@@ -40,15 +45,16 @@ def _trace(quick: bool) -> Trace:
     texts: dict[str, str] = {}
     if quick:
         for path in sample_files()[:2]:
-            head = "\n".join(path.read_text().split("\n")[:20]) + "\n"
-            texts[f"file:///bench/{path.name}"] = head
+            texts[f"file:///bench/{path.name}"] = _head(path.read_text(), 20)
     else:
+        # the first FULL_LINES lines of each: policy=none sends every request
+        # upstream, so the whole files would take many minutes
         for name in FULL_FILES:
             path = STDLIB / name
             if path.exists():
-                texts[path.as_uri()] = path.read_text()
-        for path in sample_files():
-            texts[f"file:///bench/{path.name}"] = path.read_text()
+                texts[path.as_uri()] = _head(path.read_text(), FULL_LINES)
+        for path in sample_files()[:2]:
+            texts[f"file:///bench/{path.name}"] = _head(path.read_text(), FULL_LINES)
     return synthesize(texts, seed=3)
 
 
