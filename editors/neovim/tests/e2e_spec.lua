@@ -23,6 +23,8 @@ local settings = {
   model = "m",
   transport = { caFile = os.getenv("SCOPECACHE_CA_FILE") },
   cache = { l2 = "none" },
+  -- upstream requests are compared exactly below; prefetch has its own tests
+  speculative = { enabled = false },
 }
 local started = require("scopecache").setup({
   cmd = vim.json.decode((assert(os.getenv("SCOPECACHE_SERVER_CMD"), "SCOPECACHE_SERVER_CMD"))),

@@ -78,6 +78,8 @@ before(async () => {
       model: "m",
       transport: { caFile: service.caFile },
       cache: { l2: "none" },
+      // upstream requests are counted exactly below; prefetch has its own tests
+      speculative: { enabled: false },
     }),
   );
   server = startServer();
