@@ -23,6 +23,8 @@ logger = logging.getLogger(__name__)
 
 #: how long an unattended stream may run before it is cancelled upstream
 DEFAULT_GRACE = 0.35
+#: the grace never exceeds this, however slow the service
+MAX_GRACE = 2.0
 
 
 @dataclass(eq=False)
@@ -74,6 +76,20 @@ class InflightRegistry:
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_anchor.values())
+
+    @property
+    def grace(self) -> float:
+        """Seconds an unattended stream may still run."""
+        return self._grace
+
+    def adapt_grace(self, answer_seconds: float) -> None:
+        """Follow the service's answer time.
+
+        A grace shorter than the time to an answer cancels streams before
+        they produce anything: the generation is wasted and the next
+        keystroke, which could have typed through the answer, asks again.
+        """
+        self._grace = max(DEFAULT_GRACE, min(MAX_GRACE, answer_seconds))
 
     def find(self, anchor: LineAnchor, line_prefix: str) -> InflightStream | None:
         """The stream this request can attach to, preferring the latest start."""

@@ -261,6 +261,8 @@ class CompletionPipeline:
 
         def on_complete(stream: InflightStream) -> None:
             self.throttle.note_ttft(self._clock() - started)
+            if self.throttle.ttft is not None:
+                self.inflight.adapt_grace(self.throttle.ttft)
             if not stream.text:
                 return
             entry = self.store.put(

@@ -58,6 +58,11 @@ class MissThrottle:
         """Record an upstream time to first token."""
         self._ttft = _ewma(self._ttft, seconds)
 
+    @property
+    def ttft(self) -> float | None:
+        """The smoothed time to an upstream answer, once one was seen."""
+        return self._ttft
+
     def forget(self, uri: str) -> None:
         """Drop per-document state (document closed)."""
         self._last_key.pop(uri, None)
