@@ -5,7 +5,8 @@ is not JSON is logged and dropped without an answer, a request whose params
 do not fit is dropped the same way, a wrong ``Content-Length`` makes it lose
 the messages that follow, and a header "line" without a newline is read
 whole into memory. An editor extension with a bug must not be able to wedge
-or bloat the server, so ``serve_stdio`` runs this reader instead:
+or bloat the server, so ``serve_stdio`` and ``serve_tcp`` run this reader
+instead:
 
 * a body that is not JSON (or not UTF-8) gets the JSON-RPC parse error
   ``{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, ...}}``;
@@ -31,7 +32,7 @@ import re
 import sys
 import threading
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, cast
 
 from pygls.io_ import StdoutWriter
 
@@ -91,6 +92,33 @@ class BoundedStdinReader:
         """``n`` bytes (fewer at end of input)."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, self.stream.read, n)
+
+
+class BoundedStreamReader:
+    """Reads an asyncio stream (a TCP connection), lines bounded in length.
+
+    The stream must be opened with ``limit=MAX_HEADER_LINE``: a longer line
+    is then handed out in pieces of at most that size, never buffered whole.
+    """
+
+    def __init__(self, stream: asyncio.StreamReader) -> None:
+        self.stream = stream
+
+    async def readline(self) -> bytes:
+        """One line, or the next ``MAX_HEADER_LINE`` bytes of a longer one."""
+        try:
+            return await self.stream.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:
+            return exc.partial  # end of input inside a line
+        except asyncio.LimitOverrunError as exc:
+            return await self.stream.read(max(1, min(exc.consumed, MAX_HEADER_LINE)))
+
+    async def readexactly(self, n: int) -> bytes:
+        """``n`` bytes (fewer at end of input)."""
+        try:
+            return await self.stream.readexactly(n)
+        except asyncio.IncompleteReadError as exc:
+            return exc.partial
 
 
 def dispatch_body(sink: FrameSink, body: bytes) -> None:
@@ -185,3 +213,52 @@ def serve_stdio(
         pass
     finally:
         server.shutdown()  # type: ignore[no-untyped-call]
+
+
+def serve_tcp(server: JsonRPCServer, host: str, port: int) -> None:
+    """Run ``server`` for one TCP client with ``read_frames``; mirrors pygls's ``start_tcp``.
+
+    Port 0 picks a free port; the address actually bound is logged at INFO
+    ("listening on tcp HOST:PORT"). LSP has one client per server: a second
+    connection while the first is open is closed at once, and the server
+    shuts down when the first client disconnects (as pygls's does).
+    """
+    stop_event = threading.Event()
+    server._stop_event = stop_event
+    try:
+        asyncio.run(_serve_one_client(server, stop_event, host, port))
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()  # type: ignore[no-untyped-call]
+
+
+async def _serve_one_client(
+    server: JsonRPCServer, stop_event: threading.Event, host: str, port: int
+) -> None:
+    finished = asyncio.Event()
+    connected = False
+
+    async def on_connect(stream: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connected
+        if connected:
+            logger.warning("refused a second client on the TCP port: one client per server")
+            writer.close()
+            return
+        connected = True
+        logger.info("client connected from %s", writer.get_extra_info("peername"))
+        server.protocol.set_writer(cast(Any, writer))
+        sink: Any = server.protocol
+        try:
+            await read_frames(stop_event, BoundedStreamReader(stream), sink)
+        except (ConnectionError, OSError) as exc:
+            logger.error("connection to the client is lost (%s); shutting down", exc)
+        finally:
+            finished.set()
+
+    listener = await asyncio.start_server(on_connect, host, port, limit=MAX_HEADER_LINE)
+    for sock in listener.sockets:
+        bound_host, bound_port = sock.getsockname()[:2]
+        logger.info("listening on tcp %s:%d", bound_host, bound_port)
+    async with listener:
+        await finished.wait()

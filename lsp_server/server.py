@@ -227,6 +227,12 @@ class ScopecacheServer(LanguageServer):
 
         serve_stdio(self, stdin, stdout)
 
+    def start_tcp(self, host: str, port: int) -> None:
+        """Serve one TCP client with the hardened reader of ``lsp_server.framing``."""
+        from lsp_server.framing import serve_tcp
+
+        serve_tcp(self, host, port)
+
     def start_background(self) -> None:
         """Warm up after ``initialized``: DNS, connections, tokens."""
         self._started = True
