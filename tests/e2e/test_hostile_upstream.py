@@ -14,41 +14,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lsp_server.client import ServerProcess
+from tests.support.greet import EXPECTED, TEXT, URI
 from tests.support.reference import ReferenceService
 
 pytestmark = pytest.mark.e2e
 
-CORPUS = """\
-def greet(name):
-    message = "Hello, " + name.title()
-    return message.upper()
-"""
-URI = "file:///work/project/app.py"
-TEXT = "def greet(name):\n    message = "
-EXPECTED = '"Hello, " + name.title()'
 #: a guard against a hang, not a speed assertion
 ANSWER_GUARD = 60.0
-
-
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceService]:
-    corpus = tmp_path_factory.mktemp("corpus") / "greet.py"
-    corpus.write_text(CORPUS)
-    with ReferenceService(tls=True, corpus=[corpus]) as svc:
-        yield svc
-
-
-@pytest.fixture
-def upstream(service: ReferenceService) -> ReferenceService:
-    service.reset()
-    return service
 
 
 def completion_attempts(svc: ReferenceService) -> int:

@@ -9,39 +9,16 @@ from model A to model B (its L1 must not serve A's answers under B).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lsp_server.client import ServerProcess
+from tests.support.greet import EXPECTED, TEXT, URI
 from tests.support.reference import ReferenceService
 
 pytestmark = pytest.mark.e2e
-
-CORPUS = """\
-def greet(name):
-    message = "Hello, " + name.title()
-    return message.upper()
-"""
-URI = "file:///work/project/app.py"
-TEXT = "def greet(name):\n    message = "
-EXPECTED = '"Hello, " + name.title()'
-
-
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceService]:
-    corpus = tmp_path_factory.mktemp("corpus") / "greet.py"
-    corpus.write_text(CORPUS)
-    with ReferenceService(tls=True, corpus=[corpus]) as svc:
-        yield svc
-
-
-@pytest.fixture
-def upstream(service: ReferenceService) -> ReferenceService:
-    service.reset()
-    return service
 
 
 def completion_attempts(svc: ReferenceService) -> int:
@@ -49,7 +26,11 @@ def completion_attempts(svc: ReferenceService) -> int:
 
 
 def options(
-    svc: ReferenceService, sqlite_path: Path, model: str, *, endpoint: str | None = None,
+    svc: ReferenceService,
+    sqlite_path: Path,
+    model: str,
+    *,
+    endpoint: str | None = None,
     namespace: str = "",
 ) -> dict[str, Any]:
     return {
@@ -109,8 +90,9 @@ async def test_shared_sqlite_keeps_tenants_and_endpoints_apart(
 
     # The same service under another spelling of its endpoint is another namespace.
     other_endpoint = upstream.url.replace("/v1", "/v1/")
-    _, stats = await ask(options(upstream, shared, "model-a", endpoint=other_endpoint,
-                                 namespace="team-red"))
+    _, stats = await ask(
+        options(upstream, shared, "model-a", endpoint=other_endpoint, namespace="team-red")
+    )
     assert from_cache(stats) == 0
 
     _, stats = await ask(options(upstream, shared, "model-a", namespace="team-red"))

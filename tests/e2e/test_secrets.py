@@ -11,25 +11,19 @@ import asyncio
 import os
 import socket
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lsp_server.client import ServerProcess, default_command
+from tests.support.greet import CORPUS, EXPECTED
+from tests.support.greet import TEXT as APP_TEXT
+from tests.support.greet import URI as APP
 from tests.support.reference import ReferenceService
 
 pytestmark = pytest.mark.e2e
 
-CORPUS = """\
-def greet(name):
-    message = "Hello, " + name.title()
-    return message.upper()
-"""
-APP = "file:///work/project/app.py"
-APP_TEXT = "def greet(name):\n    message = "
-EXPECTED = '"Hello, " + name.title()'
 KEY_ENV = "SCOPECACHE_TEST_KEY"
 #: documents the default ``exclude`` globs keep local, each with its content
 EXCLUDED = [
@@ -43,20 +37,6 @@ EXCLUDED = [
     "file:///work/project/secrets/db.py",
     "file:///work/project/config/.secrets/token.py",
 ]
-
-
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceService]:
-    corpus = tmp_path_factory.mktemp("corpus") / "greet.py"
-    corpus.write_text(CORPUS)
-    with ReferenceService(tls=True, corpus=[corpus]) as svc:
-        yield svc
-
-
-@pytest.fixture
-def upstream(service: ReferenceService) -> ReferenceService:
-    service.reset()
-    return service
 
 
 def completion_attempts(svc: ReferenceService) -> int:
@@ -125,7 +105,7 @@ async def test_exclude_globs_are_configurable(upstream: ReferenceService, tmp_pa
 
 
 async def test_api_key_reaches_the_service_and_nothing_written_contains_it(
-    service: ReferenceService, tmp_path_factory: pytest.TempPathFactory
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     marker = f"sk-test-{uuid.uuid4().hex}"
     corpus = tmp_path_factory.mktemp("keyed-corpus") / "greet.py"

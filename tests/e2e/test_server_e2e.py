@@ -10,6 +10,7 @@ import pytest
 
 from lsp_server.client import ServerProcess
 from lsp_server.upstream_process import ReferenceProcess
+from tests.support.greet import requests_seen
 
 pytestmark = pytest.mark.e2e
 
@@ -57,9 +58,7 @@ def options(service: ReferenceProcess, **cache: object) -> dict[str, object]:
 
 
 async def upstream_count(service: ReferenceProcess) -> int:
-    stats = await service.stats()
-    requests = stats["requests"]
-    return int(requests["total"] if isinstance(requests, dict) else requests)
+    return requests_seen(await service.stats())
 
 
 async def test_inline_completion_comes_from_the_service_and_repeats_from_cache(

@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,25 +17,15 @@ from lsp_server.client import ServerProcess
 from lsp_server.synth import synthesize
 from lsp_server.trace import write_trace
 from lsp_server.upstream_process import ReferenceProcess
+from tests.support.greet import TEXT, URI, requests_seen
 from tests.support.redis_server import RedisServer, redis_available
 
 pytestmark = pytest.mark.e2e
 
-CORPUS = """\
-def greet(name):
-    message = "Hello, " + name.title()
-    return message.upper()
-"""
-URI = "file:///project/app.py"
-TEXT = "def greet(name):\n    message = "
-
 
 @pytest.fixture
-async def service(tmp_path: Path) -> AsyncIterator[ReferenceProcess]:
-    corpus = tmp_path / "corpus.py"
-    corpus.write_text(CORPUS)
-    async with ReferenceProcess([corpus]) as svc:
-        yield svc
+def service(greet_process: ReferenceProcess) -> ReferenceProcess:
+    return greet_process
 
 
 def options(service: ReferenceProcess, **cache: Any) -> dict[str, Any]:
@@ -49,8 +39,7 @@ def options(service: ReferenceProcess, **cache: Any) -> dict[str, Any]:
 
 
 async def service_requests(service: ReferenceProcess) -> int:
-    requests = (await service.stats())["requests"]
-    return int(requests["total"] if isinstance(requests, dict) else requests)
+    return requests_seen(await service.stats())
 
 
 async def ask_until(server: ServerProcess, source: str) -> dict[str, Any]:

@@ -3,30 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from lsp_server.client import ServerProcess
 from lsp_server.upstream_process import ReferenceProcess
+from tests.support.greet import URI, requests_seen
 
 pytestmark = pytest.mark.e2e
 
-CORPUS = """\
-def greet(name):
-    message = "Hello, " + name.title()
-    return message.upper()
-"""
-URI = "file:///project/app.py"
-
 
 @pytest.fixture
-async def service(tmp_path: Path) -> AsyncIterator[ReferenceProcess]:
-    corpus = tmp_path / "corpus.py"
-    corpus.write_text(CORPUS)
-    async with ReferenceProcess([corpus]) as svc:
-        yield svc
+def service(greet_process: ReferenceProcess) -> ReferenceProcess:
+    return greet_process
 
 
 def options(service: ReferenceProcess, **speculative: object) -> dict[str, object]:
@@ -40,8 +29,7 @@ def options(service: ReferenceProcess, **speculative: object) -> dict[str, objec
 
 
 async def service_requests(service: ReferenceProcess) -> int:
-    requests = (await service.stats())["requests"]
-    return int(requests["total"] if isinstance(requests, dict) else requests)
+    return requests_seen(await service.stats())
 
 
 async def wait_for_requests(service: ReferenceProcess, count: int) -> None:
