@@ -15,66 +15,50 @@ from cachetools import LFUCache, LRUCache
 from cache.policies.base import K, PolicyCache, Timer, V
 
 
-class LRUPolicy(PolicyCache[K, V], LRUCache[K, V]):
-    """``cachetools.LRUCache`` with an optional TTL and eviction reporting."""
+class _WrappedPolicy(PolicyCache[K, V]):
+    """A cachetools policy (next in the MRO) with an optional TTL and eviction reporting."""
+
+    #: the cachetools class whose eviction order is used
+    _ordering: Any
+
+    def __getitem__(self, key: K) -> V:
+        if self._deadlines is not None and self._is_expired(key):
+            return self._expire(key)
+        return super().__getitem__(key)
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self._drop_expired()
+        super().__setitem__(key, value)
+        self._stamp(key)
+
+    def __delitem__(self, key: K) -> None:
+        super().__delitem__(key)
+        self._unstamp(key)
+
+    def popitem(self) -> tuple[K, V]:
+        """Evict the entry the underlying policy chooses."""
+        key, value = super().popitem()
+        self._evicted(key, value)
+        return key, value
+
+    def clear(self) -> None:
+        """Remove every entry (not an eviction: nothing is reported)."""
+        self._ordering.clear(self)
+        self._clear_base()
+
+
+class LRUPolicy(_WrappedPolicy[K, V], LRUCache[K, V]):
+    """``cachetools.LRUCache``: evicts the least recently used entry."""
 
     policy_name = "lru"
-
-    def __getitem__(self, key: K) -> V:
-        if self._deadlines is not None and self._is_expired(key):
-            return self._expire(key)
-        return super().__getitem__(key)
-
-    def __setitem__(self, key: K, value: V) -> None:
-        self._drop_expired()
-        super().__setitem__(key, value)
-        self._stamp(key)
-
-    def __delitem__(self, key: K) -> None:
-        super().__delitem__(key)
-        self._unstamp(key)
-
-    def popitem(self) -> tuple[K, V]:
-        """Evict the least recently used entry."""
-        key, value = super().popitem()
-        self._evicted(key, value)
-        return key, value
-
-    def clear(self) -> None:
-        """Remove every entry."""
-        LRUCache.clear(self)
-        self._clear_base()
+    _ordering = LRUCache
 
 
-class LFUPolicy(PolicyCache[K, V], LFUCache[K, V]):
-    """``cachetools.LFUCache`` with an optional TTL and eviction reporting."""
+class LFUPolicy(_WrappedPolicy[K, V], LFUCache[K, V]):
+    """``cachetools.LFUCache``: evicts the least frequently used entry (LRU among equals)."""
 
     policy_name = "lfu"
-
-    def __getitem__(self, key: K) -> V:
-        if self._deadlines is not None and self._is_expired(key):
-            return self._expire(key)
-        return super().__getitem__(key)
-
-    def __setitem__(self, key: K, value: V) -> None:
-        self._drop_expired()
-        super().__setitem__(key, value)
-        self._stamp(key)
-
-    def __delitem__(self, key: K) -> None:
-        super().__delitem__(key)
-        self._unstamp(key)
-
-    def popitem(self) -> tuple[K, V]:
-        """Evict the least frequently used entry (LRU among equals)."""
-        key, value = super().popitem()
-        self._evicted(key, value)
-        return key, value
-
-    def clear(self) -> None:
-        """Remove every entry."""
-        LFUCache.clear(self)
-        self._clear_base()
+    _ordering = LFUCache
 
 
 class NoCache(PolicyCache[K, V]):
