@@ -149,12 +149,14 @@ class ScopecacheServer(LanguageServer):
         self._own_l2 = None
         if old is not None:
             self.spawn(old.aclose())
+            self.notifier.resolved("l2")  # the new store reports its own trouble
         store = assembly.build_l2(settings)
         if store is None:
             return
         self._own_l2 = store
         self.l2 = store
         store.subscribe(self._on_l2_change)
+        store.on_state_change(lambda state, reason: self._on_l2_state(store, state, reason))
         if self._initialized:
             self.spawn(self._start_l2(store))
 
@@ -162,6 +164,19 @@ class ScopecacheServer(LanguageServer):
         # Another editor window stored an answer: make it servable here too.
         if change.kind == "put" and change.entry is not None:
             self.store.add_entry(change.entry)
+
+    def _on_l2_state(self, store: L2Store, state: str, reason: str) -> None:
+        # Mid-session (disk full, Redis gone, file read-only): tell the user
+        # once when it goes down and once when it is back.
+        if store is not self._own_l2:
+            return  # a replaced store closing down is no news
+        where = getattr(store, "path", None) or store.kind
+        if state == "down":
+            self.notifier.problem(
+                "l2", f"shared cache unavailable ({where}: {reason[:200]}); continuing without it"
+            )
+        else:
+            self.notifier.resolved("l2", f"shared cache available again ({where})")
 
     async def _start_l2(self, store: L2Store) -> None:
         await store.start()

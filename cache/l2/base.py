@@ -9,7 +9,9 @@ Degradation is handled here, once, for every store: a subclass implements
 the ``_get``/``_put``/... hooks and raises ``L2Error`` subclasses; the public
 methods turn any failure into a miss, log one line when the store goes down
 and one when it comes back, and skip the store while it is down (with
-exponential back-off), so a dead Redis costs a keystroke nothing.
+exponential back-off), so a dead Redis costs a keystroke nothing. A host
+that wants to tell its user registers ``on_state_change``: it is called once
+per transition (down, then up again), never per failed call.
 
 Every store is built with a namespace (endpoint + model + tenant); entries of
 one namespace are never returned for another.
@@ -38,6 +40,8 @@ CHANGE_QUEUE_SIZE = 4096
 
 Clock = Callable[[], float]
 ChangeCallback = Callable[["L2Change"], None]
+#: called with the new state (``"up"`` or ``"down"``) and, going down, the reason
+StateCallback = Callable[[str, str], None]
 T = TypeVar("T")
 
 
@@ -93,6 +97,7 @@ class L2Store(ABC):
         self._retry_at = 0.0
         self._state: Literal["up", "down"] = "up"
         self._subscribers: list[ChangeCallback] = []
+        self._state_listeners: list[StateCallback] = []
         self._counts = {"hits": 0, "misses": 0, "puts": 0, "errors": 0, "received": 0}
 
     # -- what subclasses implement -------------------------------------------------
@@ -130,6 +135,7 @@ class L2Store(ABC):
     async def aclose(self) -> None:
         """Stop background work and close the store."""
         self._subscribers.clear()
+        self._state_listeners.clear()
         try:
             await self._close()
         except Exception as exc:  # closing must never raise into shutdown
@@ -170,6 +176,10 @@ class L2Store(ABC):
                 self._subscribers.remove(callback)
 
         return unsubscribe
+
+    def on_state_change(self, callback: StateCallback) -> None:
+        """Call ``callback(state, reason)`` whenever the store goes down or comes back up."""
+        self._state_listeners.append(callback)
 
     async def changes(self) -> AsyncGenerator[L2Change, None]:
         """Changes made by other processes, as an async iterator (a ``subscribe`` wrapper)."""
@@ -214,11 +224,13 @@ class L2Store(ABC):
                 logger.exception("L2 change subscriber failed")
 
     def _mark_up(self) -> None:
-        if self._state == "down":
-            logger.warning("L2 %s store is back up", self.kind)
+        was_down = self._state == "down"
         self._state = "up"
         self._backoff = self._retry_initial
         self._retry_at = 0.0
+        if was_down:
+            logger.warning("L2 %s store is back up", self.kind)
+            self._tell_state("up", "")
 
     def _mark_down(self, exc: BaseException) -> None:
         self._counts["errors"] += 1
@@ -227,9 +239,19 @@ class L2Store(ABC):
             logger.warning(
                 "L2 %s store is down (%s); continuing without it", self.kind, exc or type(exc)
             )
+        was_up = self._state == "up"
         self._state = "down"
         self._retry_at = time.monotonic() + self._backoff
         self._backoff = min(self._backoff * 2, self._retry_max)
+        if was_up:
+            self._tell_state("down", str(exc) or type(exc).__name__)
+
+    def _tell_state(self, state: str, reason: str) -> None:
+        for callback in list(self._state_listeners):
+            try:
+                callback(state, reason)
+            except Exception:
+                logger.exception("L2 state listener failed")
 
     def _may_try(self) -> bool:
         return self._state == "up" or time.monotonic() >= self._retry_at
