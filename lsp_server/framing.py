@@ -202,11 +202,19 @@ def serve_stdio(
     """Run ``server`` on stdio with ``read_frames``; mirrors pygls's ``start_io``."""
     stop_event = threading.Event()
     server._stop_event = stop_event  # pygls's shutdown() sets it to end the loop
-    reader = BoundedStdinReader(stdin or sys.stdin.buffer, server.thread_pool)
-    server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    server.protocol.set_writer(StdoutWriter(stdout))
     sink: Any = server.protocol
+
+    async def serve() -> None:
+        from lsp_server.pipe_reader import open_line_reader  # it builds on this module
+
+        reader = await open_line_reader(stdin, server.thread_pool, stdout=stdout)
+        await read_frames(stop_event, reader, sink)
+
     try:
-        asyncio.run(read_frames(stop_event, reader, sink))
+        asyncio.run(serve())
     except BrokenPipeError:
         logger.error("connection to the client is lost; shutting down")
     except (KeyboardInterrupt, SystemExit):
