@@ -33,7 +33,7 @@ from lsp_server.upstream_process import ReferenceProcess
 DEMO_TTFT_MS = 30.0
 DEMO_TOKEN_MS = 2.0
 #: lines of each sample file the demo session writes
-DEMO_LINES = 24
+DEMO_LINES = 20
 DEMO_FILES = 2
 
 
@@ -122,7 +122,7 @@ def demo_table(report: Mapping[str, Any]) -> Table:
         table.add_row(label, *(str(get(runs[n])) for n in names))
 
     row("requests", lambda r: r["requests"])
-    for source in ("exact", "typed", "inflight", "upstream"):
+    for source in ("exact", "typed", "inflight", "speculative", "upstream"):
         row(f"served: {source}", lambda r, s=source: r["served"].get(s, 0))
     row("no suggestion", lambda r: r["empty"])
     row("useful suggestions", lambda r: r["useful"])
@@ -134,6 +134,7 @@ def demo_table(report: Mapping[str, Any]) -> Table:
             f"{kind} latency p50 / p95 ms",
             lambda r, k=kind: f"{r['latencyMs'][k]['p50']:.1f} / {r['latencyMs'][k]['p95']:.1f}",
         )
+    row("answered within 10 ms", lambda r: f"{100 * r['instant']:.1f}%")
     row("connections opened", lambda r: r["connectionsOpened"])
     row("DNS lookups", lambda r: r["dnsLookups"])
     row("wall seconds", lambda r: r["wallSeconds"])

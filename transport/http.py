@@ -114,13 +114,17 @@ class HttpCompletionBackend(CompletionBackend):
         self._counters = TransportCounters()
         self._ttft_ms: deque[float] = deque(maxlen=256)
         self._redactor = SecretRedactor(self._auth.secrets)
+        #: the pre-connect while it runs: a request arriving meanwhile waits for
+        #: it instead of opening a second connection
+        self._warming: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
         """DNS prefetch, credentials and pre-connect; failures are logged, not raised."""
         for handler in logging.getLogger().handlers:
             handler.addFilter(self._redactor)
         # The token fetch and the connection set-up run side by side.
-        await asyncio.gather(self._start_auth(), self._start_network())
+        self._warming = asyncio.ensure_future(self._start_network())
+        await asyncio.gather(self._start_auth(), self._warming)
 
     async def _start_auth(self) -> None:
         try:
@@ -141,6 +145,11 @@ class HttpCompletionBackend(CompletionBackend):
     async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
         """Stream the completion's text; see the module docstring for retries and errors."""
         self._warmer.touch()
+        warming = self._warming
+        if warming is not None and not warming.done():
+            # Ride the connection being opened rather than racing it with another.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(warming), self.options.connect_timeout)
         outcome = "abandoned"
         try:
             self.breaker.before_request()
