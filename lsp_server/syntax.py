@@ -21,6 +21,13 @@ Rules, chosen to stay stable while the user types incomplete code:
 * **Line context**: the scope enclosing the end of the text before the
   cursor's line (its last non-whitespace byte) decides where
   ``line_context`` starts; what is typed on the line itself never moves it.
+  An incomplete line can make tree-sitter's error recovery flatten the
+  enclosing class or function into an ``ERROR`` node (``    def f(s``
+  inside a class does), which would move the start to the module and change
+  every line anchor on the line mid-word. So each document remembers the
+  scope start found for its last line whose preceding text parsed cleanly,
+  and reuses it while that text (the bounded window before the line) is
+  byte-for-byte unchanged and the tree there is in error.
 * **Windows**: ``scope_prefix`` runs from the start of the enclosing scope to
   the cursor (last ``scope_chars`` characters); ``suffix`` runs from the
   cursor for ``suffix_lines``/``suffix_chars`` but never past the end of the
@@ -33,6 +40,7 @@ Rules, chosen to stay stable while the user types incomplete code:
 from __future__ import annotations
 
 import logging
+import weakref
 from dataclasses import dataclass
 
 from lsprotocol.types import Position
@@ -175,7 +183,7 @@ def syntax_context(
         line_prefix=line_prefix,
         line_suffix=line_suffix,
         preceding_lines=preceding,
-        line_context=_line_context(tree, spec, data, line_start, scope_chars),
+        line_context=_line_context(doc, tree, spec, line_start, scope_chars),
         prefix=prefix,
         suffix=_head(data, off, min(suffix_end, max(off, scope_end)), suffix_chars),
         at_line_start=at_line_start,
@@ -185,18 +193,66 @@ def syntax_context(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _LineScope:
+    """Where the scope of a line's preceding text starts, found on a clean parse."""
+
+    line_start: int
+    window: int
+    #: ``data[window:line_start]`` then: the memo holds while it is unchanged
+    before: bytes
+    scope_start: int
+
+
+#: per document, the last line context computed from a tree without errors there
+_clean_line_scopes: weakref.WeakKeyDictionary[Document, _LineScope] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _line_context(
-    tree: Tree, spec: LanguageSpec, data: bytearray, line_start: int, scope_chars: int
+    doc: Document, tree: Tree, spec: LanguageSpec, line_start: int, scope_chars: int
 ) -> str:
     """Scope-local text before the line, from the scope enclosing the line's start."""
+    data = doc.buffer.data
     window = max(0, line_start - 4 * scope_chars)
     head = data[window:line_start].rstrip()
     scope_start = 0
     if head:
-        for node in _path_to(tree, window + len(head) - 1):
-            if node.type in spec.scope_types and node != tree.root_node:
-                scope_start = node.start_byte
+        path = _path_to(tree, window + len(head) - 1)
+        if any(node.type == _ERROR for node in path):
+            # error recovery around an incomplete line: trust the clean parse
+            memo = _clean_line_scopes.get(doc)
+            if (
+                memo is not None
+                and memo.line_start == line_start
+                and memo.window == window
+                and data[window:line_start] == memo.before
+            ):
+                scope_start = memo.scope_start
+            else:
+                scope_start = _scope_start(tree, spec, path)
+        else:
+            scope_start = _scope_start(tree, spec, path)
+            memo = _clean_line_scopes.get(doc)
+            if (
+                memo is None
+                or (memo.line_start, memo.window, memo.scope_start)
+                != (line_start, window, scope_start)
+                or data[window:line_start] != memo.before
+            ):
+                before = bytes(data[window:line_start])
+                _clean_line_scopes[doc] = _LineScope(line_start, window, before, scope_start)
     return _tail(data, max(window, scope_start), line_start, scope_chars)
+
+
+def _scope_start(tree: Tree, spec: LanguageSpec, path: list[Node]) -> int:
+    """Start of the innermost scope (below the root) on ``path``; 0 for the root."""
+    start = 0
+    for node in path:
+        if node.type in spec.scope_types and node != tree.root_node:
+            start = node.start_byte
+    return start
 
 
 def _path_to(tree: Tree, byte: int) -> list[Node]:

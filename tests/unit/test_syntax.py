@@ -205,6 +205,36 @@ def test_line_anchor_ignores_typing_on_the_current_line(store: DocumentStore) ->
     assert after.line_prefix == "    return y"
 
 
+def test_line_context_survives_error_recovery_while_a_method_header_is_typed(
+    store: DocumentStore,
+) -> None:
+    # "    def __str__(s" inside a class parses as one module-wide ERROR: the
+    # class is gone from the tree until the header is complete
+    text = 'import re\n\n\nclass Token:\n    """A token."""\n\n    kind: str\n\n'
+    doc = store.open(URI, "python", 1, text + "\n")
+    line = text.count("\n")
+    fresh = syntax_context(doc, Position(line=line, character=0))
+    assert fresh.line_context.startswith("class Token:")
+    typed = ""
+    for ch in "    def __str__(self) -> str:":
+        insert(store, doc, Position(line=line, character=len(typed)), ch)
+        typed += ch
+        ctx = syntax_context(doc, Position(line=line, character=len(typed)))
+        assert ctx.line_prefix == typed
+        assert ctx.line_context == fresh.line_context, typed
+
+
+def test_line_context_follows_an_edit_above_the_line_despite_error_recovery(
+    store: DocumentStore,
+) -> None:
+    doc = store.open(URI, "python", 1, "class Token:\n    kind: str\n    def f(s\n")
+    before = syntax_context(doc, Position(line=2, character=11))
+    insert(store, doc, Position(line=1, character=13), "r")
+    after = syntax_context(doc, Position(line=2, character=11))
+    assert before.line_context != after.line_context
+    assert after.line_context.endswith("kind: strr\n")
+
+
 def test_fresh_indented_line_stays_in_the_function(store: DocumentStore) -> None:
     doc = store.open(URI, "python", 1, "def f():\n    x = 1\n    \n")
     ctx = syntax_context(doc, Position(line=2, character=4))
