@@ -3,11 +3,14 @@
 A reactive cache cannot answer the start of a new line: nobody has asked
 there yet. When a suggestion is shown at the end of a line, the state after
 accepting it is predictable: the line completed, Enter pressed, the editor's
-auto-indent. The prefetcher builds that state on a fork of the document
-(incremental parse of one edit on a copied tree), derives its syntax
-context, and asks upstream for it in the background, so that when the user
-accepts (or types the suggestion by hand, which reaches the same state) the
-next suggestion is already in the cache.
+auto-indent (``next_line_indent``: one step in after a block opener ``:`` or
+an opening bracket left at the end of the line, one step out after
+``return``/``pass``/``raise``/``break``/``continue``, else the same). The
+prefetcher builds that state on a fork of the document (incremental parse of
+one edit on a copied tree), derives its syntax context, and asks upstream for
+it in the background, so that when the user accepts (or types the suggestion
+by hand, which reaches the same state) the next suggestion is already in the
+cache.
 
 Bounded so it never costs the user: at most one speculative stream per
 document, ``speculative.maxPerMinute`` in total, none while the circuit
@@ -18,6 +21,7 @@ stream is cancelled as soon as the user's typing leaves the predicted line.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -33,18 +37,37 @@ logger = logging.getLogger(__name__)
 
 #: the editor's indentation step after a block opener (Python)
 INDENT = "    "
+#: a line ending with one of these opens a block (``:``) or a bracket left
+#: unclosed (continuation indent): the next line is indented one step
+INDENT_AFTER = (":", "(", "[", "{")
+#: a statement that ends its block: the next line is dedented one step
+DEDENT_AFTER = re.compile(r"(return|pass|raise|break|continue)\b")
 #: seconds without speculation after the service said "slow down"
 OVERLOAD_PAUSE = 30.0
 
 ContextAt = Callable[[Document, types.Position], SyntaxContext]
 
 
+def next_line_indent(line: str) -> str:
+    """The indentation an auto-indenting editor gives the line after ``line``.
+
+    The rule editors (and ``trace synth``) apply to Python: one ``INDENT``
+    deeper after a line ending with ``:`` or an opening bracket, one
+    shallower after a line starting with a block-ending statement
+    (``DEDENT_AFTER``), otherwise the same indentation.
+    """
+    indent = line[: len(line) - len(line.lstrip())]
+    body = line.strip()
+    if body.endswith(INDENT_AFTER):
+        return indent + INDENT
+    if DEDENT_AFTER.match(body):
+        return indent[: max(0, len(indent) - len(INDENT))]
+    return indent
+
+
 def after_accept(line_prefix: str, suggestion: str) -> tuple[str, str]:
     """The inserted text for "accept, then Enter", and the new line's indentation."""
-    last_line = (line_prefix + suggestion).split("\n")[-1]
-    indent = last_line[: len(last_line) - len(last_line.lstrip())]
-    if last_line.rstrip().endswith(":"):
-        indent += INDENT
+    indent = next_line_indent((line_prefix + suggestion).split("\n")[-1])
     return suggestion + "\n" + indent, indent
 
 
