@@ -55,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
         server.notifier.problem("config", "settings file problems: " + "; ".join(problems))
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")
+        if not port.isdigit() or int(port) > 65535:
+            logger.error("--tcp wants HOST:PORT (PORT 0-65535, 0: any free port), got %r", args.tcp)
+            return 2
+        # No host: loopback only; a language server has no business on other interfaces.
         server.start_tcp(host or "127.0.0.1", int(port))
     else:
         server.start_io()

@@ -157,3 +157,17 @@ async def test_tcp_server_exits_when_the_client_says_exit(
     assert "result" in await client.answer(2)
     await client.write(frame({"jsonrpc": "2.0", "method": "exit"}))
     assert await asyncio.wait_for(proc.wait(), ANSWER_TIMEOUT) == 0
+
+
+async def test_tcp_address_without_a_port_number_is_refused_with_exit_code_2(
+    tmp_path: Path,
+) -> None:
+    log_file = tmp_path / "server.log"
+    proc = await asyncio.create_subprocess_exec(
+        *default_command(), "--tcp", "127.0.0.1:http", "--log-file", str(log_file),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert await asyncio.wait_for(proc.wait(), ANSWER_TIMEOUT) == 2
+    assert "--tcp wants HOST:PORT" in log_file.read_text()
