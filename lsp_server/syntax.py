@@ -25,9 +25,11 @@ Rules, chosen to stay stable while the user types incomplete code:
   enclosing class or function into an ``ERROR`` node (``    def f(s``
   inside a class does), which would move the start to the module and change
   every line anchor on the line mid-word. So each document remembers the
-  scope start found for its last line whose preceding text parsed cleanly,
-  and reuses it while that text (the bounded window before the line) is
-  byte-for-byte unchanged and the tree there is in error.
+  scope start found for the line it was last asked about, with the bounded
+  window of text before the line; while that text is byte-for-byte unchanged
+  and the tree there is in error, the remembered start is reused (a clean
+  parse always replaces it). The context is still the text itself, so a
+  remembered start can only cost a hit, never serve a stale one.
 * **Windows**: ``scope_prefix`` runs from the start of the enclosing scope to
   the cursor (last ``scope_chars`` characters); ``suffix`` runs from the
   cursor for ``suffix_lines``/``suffix_chars`` but never past the end of the
@@ -195,19 +197,19 @@ def syntax_context(
 
 @dataclass(frozen=True, slots=True)
 class _LineScope:
-    """Where the scope of a line's preceding text starts, found on a clean parse."""
+    """Where the scope of a line's preceding text starts, and the text it was found for."""
 
     line_start: int
     window: int
     #: ``data[window:line_start]`` then: the memo holds while it is unchanged
     before: bytes
     scope_start: int
+    #: found on a tree without errors around the line (else the first guess)
+    clean: bool
 
 
-#: per document, the last line context computed from a tree without errors there
-_clean_line_scopes: weakref.WeakKeyDictionary[Document, _LineScope] = (
-    weakref.WeakKeyDictionary()
-)
+#: per document, the scope start of the line most recently asked about
+_line_scopes: weakref.WeakKeyDictionary[Document, _LineScope] = weakref.WeakKeyDictionary()
 
 
 def _line_context(
@@ -220,29 +222,26 @@ def _line_context(
     scope_start = 0
     if head:
         path = _path_to(tree, window + len(head) - 1)
+        memo = _line_scopes.get(doc)
+        same_text = (
+            memo is not None
+            and memo.line_start == line_start
+            and memo.window == window
+            and data[window:line_start] == memo.before
+        )
         if any(node.type == _ERROR for node in path):
-            # error recovery around an incomplete line: trust the clean parse
-            memo = _clean_line_scopes.get(doc)
-            if (
-                memo is not None
-                and memo.line_start == line_start
-                and memo.window == window
-                and data[window:line_start] == memo.before
-            ):
+            # error recovery around an incomplete line: keep what was found first
+            if memo is not None and same_text:
                 scope_start = memo.scope_start
             else:
                 scope_start = _scope_start(tree, spec, path)
+                before = bytes(data[window:line_start])
+                _line_scopes[doc] = _LineScope(line_start, window, before, scope_start, False)
         else:
             scope_start = _scope_start(tree, spec, path)
-            memo = _clean_line_scopes.get(doc)
-            if (
-                memo is None
-                or (memo.line_start, memo.window, memo.scope_start)
-                != (line_start, window, scope_start)
-                or data[window:line_start] != memo.before
-            ):
+            if memo is None or not same_text or not memo.clean or memo.scope_start != scope_start:
                 before = bytes(data[window:line_start])
-                _clean_line_scopes[doc] = _LineScope(line_start, window, before, scope_start)
+                _line_scopes[doc] = _LineScope(line_start, window, before, scope_start, True)
     return _tail(data, max(window, scope_start), line_start, scope_chars)
 
 

@@ -224,6 +224,23 @@ def test_line_context_survives_error_recovery_while_a_method_header_is_typed(
         assert ctx.line_context == fresh.line_context, typed
 
 
+def test_line_context_holds_while_typing_inside_an_unfinished_parameter_list(
+    store: DocumentStore,
+) -> None:
+    # even the fresh line is in error (the "(" is open); typing on it
+    # changes how the recovery cuts the class, which must not show
+    text = 'import re\n\n\nclass Fetcher:\n    """Fetch."""\n\n    def __init__(\n'
+    doc = store.open(URI, "python", 1, text + "        \n")
+    line = text.count("\n")
+    fresh = syntax_context(doc, Position(line=line, character=8))
+    typed = "        "
+    for ch in "self,":
+        insert(store, doc, Position(line=line, character=len(typed)), ch)
+        typed += ch
+        ctx = syntax_context(doc, Position(line=line, character=len(typed)))
+        assert ctx.line_context == fresh.line_context, typed
+
+
 def test_line_context_follows_an_edit_above_the_line_despite_error_recovery(
     store: DocumentStore,
 ) -> None:
