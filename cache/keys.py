@@ -16,6 +16,26 @@ that merely share a few lines (``@dataclass`` above two classes) differ.
 
 Both are immutable and hash once. Fingerprints are 64-bit BLAKE2b digests of
 bounded text: nothing here ever hashes a whole file.
+
+What the key covers, and what it deliberately does not: the prompt's prefix
+window (``prefix_chars``/``prefix_lines``) may reach above the enclosing
+scope; the key and the anchor stop at the scope start. That is the design
+rule (an edit outside the enclosing scope keeps the key), and it is kept: a
+key covering the whole prompt would be the raw-prefix key every edit above
+invalidates. The price is bounded: a model that reads text above the scope
+may answer a little differently after an edit there, and the cache serves
+the answer given for the same scope text and suffix. Covering *more* of the
+prompt would not have helped the one divergence measured so far either: on a
+synthesized trace over ``heapq.py`` a multi-line answer asked at the top of
+``_siftdown_max``'s loop (its continuation lines registered by the store)
+was served two lines later as ``if parent < newitem:``, what the file says,
+while the reference engine, asked afresh there, answers ``_siftdown``'s
+``if newitem < parent:``. The engine decides on its last 200 prompt
+characters (``MAX_MATCH``), which at that line no longer reach the
+``'Maxheap variant'`` docstring and equal ``_siftdown``'s, and ties go to
+the earlier passage; with a 400-character window it answers what the cache
+served. The anchor there covers the whole function, more than the engine
+saw, so that is an artefact of the engine's window, not of the key.
 """
 
 from __future__ import annotations

@@ -8,7 +8,10 @@ the user has written the lines before it (the context followed by
 ``line_prefix + l0`` and each later line, same suffix),
 with an empty stored line prefix and the rest of the answer from that line.
 An auto-indenting editor's ``"    "`` is a prefix of that rest, so the
-typed-through rule serves it.
+typed-through rule serves it. A continuation is the model's own prediction
+for that line given exactly the lines before it, the state it was in when it
+wrote the line, so an autoregressive model asked again answers the same; an
+engine that re-matches only a short prompt tail may not (see ``cache.keys``).
 
 Consistency: every index registration belongs to the policy entry of its key.
 Policies from ``cache.policies`` report evictions and expiries through
