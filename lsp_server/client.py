@@ -21,6 +21,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
+from lsp_server.first_use import rehearse_client
+
 logger = logging.getLogger(__name__)
 
 #: how long shutdown may take before the process is killed
@@ -91,6 +93,7 @@ class ServerProcess:
             )
         )
         self.client.initialized(types.InitializedParams())
+        rehearse_client(self.client.protocol)
         return self.initialize_result
 
     async def stop(self) -> None:

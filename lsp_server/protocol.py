@@ -20,13 +20,14 @@ Two departures from pygls's defaults, both deliberate:
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Generator
 from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, lsp_method
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +95,22 @@ class ScopecacheProtocol(LanguageServerProtocol):
         super()._check_handler_result(future)
         for key in [k for k, f in self._request_futures.items() if f is future]:
             del self._request_futures[key]
+
+    def rehearse(self, method: str, params: dict[str, Any], answer: Any) -> None:
+        """Structure a request of ``method`` and serialize ``answer`` as its response.
+
+        Nothing is dispatched or sent: this makes cattrs generate its
+        functions for these types now (``lsp_server.first_use``), not on the
+        user's first request.
+        """
+        request = {"jsonrpc": "2.0", "id": "scopecache-rehearsal", "method": method}
+        self.structure_message({**request, "params": params})
+        # Answers to the client's requests go out as the generic response type
+        # (pygls's _send_response); the result is unstructured by its own type.
+        json.dumps(
+            JsonRPCResponseMessage(id="scopecache-rehearsal", result=answer, jsonrpc="2.0"),
+            default=self._serialize_message,
+        )
 
     def send_error(self, msg_id: Any, code: int, message: str) -> None:
         """Send a JSON-RPC error answer (``msg_id`` None is sent as ``"id": null``)."""

@@ -24,6 +24,7 @@ from cache.store import CompletionStore
 from lsp_server import assembly
 from lsp_server.documents import Document, DocumentStore
 from lsp_server.exclude import is_excluded
+from lsp_server.first_use import rehearse_exclusion, rehearse_protocol
 from lsp_server.hints import diagnose, signal_values
 from lsp_server.inflight import InflightRegistry
 from lsp_server.metrics import MetricsRegistry, pool_state
@@ -256,6 +257,14 @@ class ScopecacheServer(LanguageServer):
         if self._own_l2 is not None:
             self.spawn(self._start_l2(self._own_l2))
         self._sync_metrics_endpoint(self.settings)
+        # CPU work, queued behind the warm-ups' first steps (they wait on I/O).
+        asyncio.get_running_loop().call_soon(self._rehearse_first_use)
+
+    def _rehearse_first_use(self) -> None:
+        """Pay one-time costs now rather than on the first completion (``first_use``)."""
+        if isinstance(self.protocol, ScopecacheProtocol):
+            rehearse_protocol(self.protocol)
+        rehearse_exclusion(self.settings.exclude)
 
     def _sync_metrics_endpoint(self, settings: Settings) -> None:
         signature = (settings.metrics_host, settings.metrics_port)
