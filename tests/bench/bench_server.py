@@ -148,13 +148,17 @@ async def _bare_httpx(svc: ReferenceProcess, n: int) -> list[float]:
 
 async def _cold_start(svc: ReferenceProcess, rounds: int) -> list[dict[str, Any]]:
     first, warm = [], []
+    # Speculation off: a prefetch started by the first answer would run alongside
+    # the warm requests and slow them, flattering the ratio.
+    options = _options(svc, speculative={"enabled": False})
     for _ in range(rounds):
-        async with ServerProcess(_options(svc)) as server:
+        async with ServerProcess(options) as server:
             server.open(URI, TEXT)
             await asyncio.sleep(0.3)  # an editor's first keystroke comes later than this
             first.extend(await _timed_requests(server, 1))
-            await server.clear_cache()
-            warm.extend(await _timed_requests(server, 1))
+            for _ in range(3):
+                await server.clear_cache()
+                warm.extend(await _timed_requests(server, 1))
     return [
         _row(
             "first completion after initialize vs warm (p50)",
