@@ -79,14 +79,22 @@ async def _measure(quick: bool) -> list[dict[str, Any]]:
     corpus = HERE.parent.parent / "lsp_server" / "samples"
     async with ReferenceProcess([corpus, _corpus_file()]) as svc:
         floor_cmd = [sys.executable, str(HERE / "floor_server.py")]
-        async with ServerProcess({}, command=floor_cmd) as floor:
+        # Speculation off: a prefetch started after each miss would run alongside
+        # the next measurement (and the interleaved baseline).
+        options = _options(svc, speculative={"enabled": False})
+        async with (
+            ServerProcess({}, command=floor_cmd) as floor,
+            ServerProcess(options) as server,
+        ):
             floor.open(URI, TEXT)
-            await _timed_requests(floor, 20)
-            floor_ms = await _timed_requests(floor, n)
-        async with ServerProcess(_options(svc)) as server:
             server.open(URI, TEXT)
+            await _timed_requests(floor, 20)
             await _timed_requests(server, 20)  # the first one fills the cache
-            hit_ms = await _timed_requests(server, n)
+            # Interleaved, so that the machine's load drifts over both alike.
+            floor_ms, hit_ms = [], []
+            for _ in range(n):
+                floor_ms.extend(await _timed_requests(floor, 1))
+                hit_ms.extend(await _timed_requests(server, 1))
             for q in (50, 99):
                 rows.append(
                     _row(
@@ -96,12 +104,15 @@ async def _measure(quick: bool) -> list[dict[str, Any]]:
                         "ms",
                     )
                 )
-            # misses: clear the cache before each request
-            miss_ms = []
-            for _ in range(n // 4):
-                await server.clear_cache()
-                miss_ms.extend(await _timed_requests(server, 1))
-        bare_ms = await _bare_httpx(svc, n // 4)
+            # misses (the cache cleared before each), interleaved with bare httpx requests
+            miss_ms, bare_ms = [], []
+            async with BareHttpx(svc) as bare:
+                for _ in range(5):
+                    await bare.timed()
+                for _ in range(n // 4):
+                    await server.clear_cache()
+                    miss_ms.extend(await _timed_requests(server, 1))
+                    bare_ms.append(await bare.timed())
         floor_p50 = percentile(floor_ms, 50)
         rows.append(
             _row(
@@ -130,20 +141,32 @@ def _corpus_file() -> Path:
     return path
 
 
-async def _bare_httpx(svc: ReferenceProcess, n: int) -> list[float]:
-    assert svc.ca_file is not None
-    ctx = ssl.create_default_context(cafile=svc.ca_file)
-    samples = []
-    async with httpx.AsyncClient(http2=True, verify=ctx) as client:
-        body = {"model": "bench", "prompt": TEXT, "suffix": "", "max_tokens": 64, "stream": True}
-        for i in range(n + 5):
-            started = time.perf_counter()
-            async with client.stream("POST", svc.url + "/completions", json=body) as response:
-                async for _ in response.aiter_lines():
-                    pass
-            if i >= 5:
-                samples.append((time.perf_counter() - started) * 1000.0)
-    return samples
+class BareHttpx:
+    """A bare httpx client streaming the same completion over a warm HTTP/2 connection."""
+
+    def __init__(self, svc: ReferenceProcess) -> None:
+        assert svc.ca_file is not None
+        self.url = svc.url + "/completions"
+        self.client = httpx.AsyncClient(
+            http2=True, verify=ssl.create_default_context(cafile=svc.ca_file)
+        )
+        self.body = {
+            "model": "bench", "prompt": TEXT, "suffix": "", "max_tokens": 64, "stream": True
+        }  # fmt: skip
+
+    async def timed(self) -> float:
+        """One streamed request, read to the end; milliseconds."""
+        started = time.perf_counter()
+        async with self.client.stream("POST", self.url, json=self.body) as response:
+            async for _ in response.aiter_lines():
+                pass
+        return (time.perf_counter() - started) * 1000.0
+
+    async def __aenter__(self) -> BareHttpx:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client.aclose()
 
 
 async def _cold_start(svc: ReferenceProcess, rounds: int) -> list[dict[str, Any]]:
