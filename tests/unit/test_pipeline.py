@@ -1,0 +1,95 @@
+"""The completion pipeline in process, with the fake backend at the transport seam."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from lsprotocol import types
+
+from cache.policies import make_policy
+from cache.store import CompletionStore
+from lsp_server.documents import DocumentStore
+from lsp_server.inflight import InflightRegistry
+from lsp_server.notify import UserNotifier
+from lsp_server.pipeline import CompletionPipeline
+from lsp_server.settings import CompletionSettings
+from lsp_server.stats import ServerStats
+from lsp_server.syntax import SyntaxContext, syntax_context
+from lsp_server.throttle import MissThrottle
+from transport.backend import CompletionBackend, CompletionRequest, StaticBackend
+from transport.errors import StreamResetError
+
+URI = "file:///p/app.py"
+TEXT = "def greet(name):\n    message = "
+
+
+class FailingBackend(CompletionBackend):
+    """Streams a few characters, then the connection breaks."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
+        self.calls += 1
+        yield '"Hel'
+        raise StreamResetError("connection reset mid-stream")
+
+
+def pipeline(backend: CompletionBackend) -> tuple[CompletionPipeline, list[str]]:
+    shown: list[str] = []
+    notifier = UserNotifier(lambda params: shown.append(params.message))
+    return (
+        CompletionPipeline(
+            store=CompletionStore(make_policy("hybrid", 64)),
+            backend=backend,
+            stats=ServerStats(),
+            throttle=MissThrottle(min_delay=0.0, max_delay=0.0),
+            inflight=InflightRegistry(),
+            notifier=notifier,
+            completion=CompletionSettings(),
+        ),
+        shown,
+    )
+
+
+def context(text: str, line: int, character: int) -> SyntaxContext:
+    doc = DocumentStore().open(URI, "python", 1, text)
+    return syntax_context(doc, types.Position(line=line, character=character))
+
+
+async def test_a_miss_goes_upstream_once_then_exact_then_typed_through() -> None:
+    backend = StaticBackend('"Hello, " + name')
+    pipe, _ = pipeline(backend)
+    first = await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: True)
+    assert first is not None and (first.text, first.source) == ('"Hello, " + name', "upstream")
+    again = await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: True)
+    assert again is not None and again.source == "exact"
+    typed = await pipe.complete(URI, context(TEXT + '"He', 1, 17), still_current=lambda: True)
+    assert typed is not None and (typed.text, typed.source) == ('llo, " + name', "typed")
+    assert len(backend.calls) == 1
+    assert pipe.stats.upstream_requests == 1 and pipe.stats.requests == 3
+
+
+async def test_an_answer_for_a_buffer_that_moved_on_is_not_shown() -> None:
+    pipe, _ = pipeline(StaticBackend("x"))
+    answer = await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: False)
+    assert answer is None
+    assert pipe.stats.rejected_stale == 1
+
+
+async def test_a_broken_stream_is_never_cached_and_told_once() -> None:
+    backend = FailingBackend()
+    pipe, shown = pipeline(backend)
+    for _ in range(3):
+        assert await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: True) is None
+    assert backend.calls == 3  # nothing was stored: every request asked again
+    assert len(pipe.store) == 0
+    assert pipe.stats.upstream_errors == 3
+    assert len(shown) == 1 and "completion service failed" in shown[0]
+
+
+async def test_without_a_backend_misses_are_empty_answers() -> None:
+    pipe, _ = pipeline(StaticBackend("x"))
+    pipe.backend = None
+    assert await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: True) is None
+    assert pipe.stats.empty == 1
