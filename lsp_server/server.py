@@ -395,7 +395,11 @@ class ScopecacheServer(LanguageServer):
         if self.store.policy_name == "none":
             return  # nothing fetched ahead could be kept
         if doc.version != version:
-            return
+            # The user typed on since: speculate only if they typed the suggestion.
+            caught_up = self._typed_towards(doc, ctx, text)
+            if caught_up is None:
+                return
+            ctx, text = caught_up
         counters = self.backend.counters()
         rate_limited = counters.errors_by_kind.get("rate_limited", 0)
         if rate_limited > self._rate_limited_seen:
@@ -407,6 +411,22 @@ class ScopecacheServer(LanguageServer):
             )
         except Exception:  # speculation is an optimisation: never let it hurt
             logger.exception("speculative prefetch failed")
+
+    def _typed_towards(
+        self, doc: Document, ctx: SyntaxContext, text: str
+    ) -> tuple[SyntaxContext, str] | None:
+        """The context at the end of the line and what is left of ``text`` to type.
+
+        None unless the line is still a prefix of the predicted line (the user
+        is typing the suggestion, or accepted part of it).
+        """
+        first, newline, later = text.partition("\n")
+        predicted = ctx.line_prefix + first
+        current = doc.line_text(ctx.line)
+        if not predicted.startswith(current) or len(current) < len(ctx.line_prefix):
+            return None
+        end_of_line = doc.position_at(doc.buffer.line_end(ctx.line))  # in the negotiated encoding
+        return self.doc_context(doc, end_of_line), predicted[len(current) :] + newline + later
 
     def accepted(self, item_id: str) -> bool:
         """The editor reports that the user accepted a suggestion."""

@@ -107,8 +107,12 @@ class SpeculativePrefetcher:
         *,
         circuit: str = "closed",
     ) -> bool:
-        """Maybe prefetch the state after accepting ``suggestion``; True if started."""
-        if not self.settings.enabled or not suggestion or ctx.line_suffix.strip():
+        """Maybe prefetch the state after accepting ``suggestion``; True if started.
+
+        ``suggestion`` may be empty: the user has typed all of it already and
+        the next line is still to come.
+        """
+        if not self.settings.enabled or ctx.line_suffix.strip():
             return False
         predicted = (ctx.line, ctx.line_prefix + suggestion.split("\n", 1)[0])
         if self._last.get(doc.uri) == predicted:
