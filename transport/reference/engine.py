@@ -30,13 +30,15 @@ from dataclasses import dataclass
 
 GRAM = 4
 MIN_MATCH = 4
-MAX_MATCH = 200
+#: long enough that two functions with identical bodies are told apart by
+#: their headers a few lines up, as a real model with a long prompt would
+MAX_MATCH = 400
 MAX_BLOCK_LINES = 4
 #: separates documents in the concatenated corpus; never part of a match
 DOC_SEPARATOR = "\x00"
 
 TOKEN_PATTERN = re.compile(r"\s*(?:\w+|[^\w\s])|\s+")
-_WINDOWS = (MAX_MATCH, 96, 48, 24, 12, 8, MIN_MATCH)
+_WINDOWS = (MAX_MATCH, 200, 96, 48, 24, 12, 8, MIN_MATCH)
 
 
 def split_tokens(text: str) -> list[str]:
