@@ -38,5 +38,7 @@ async def test_timed_replay_serves_speculative_answers_within_the_budget() -> No
         + summary["cancelled"]
     )
     up = summary["upstream"]
-    assert up["started"] >= up["completed"] >= 1
-    assert up["started"] == summary["serviceRequests"]
+    # every started stream either reached the service or was cancelled before it
+    # left; every completed one did reach it
+    assert up["started"] >= summary["serviceRequests"] >= up["completed"] >= 1
+    assert up["started"] - summary["serviceRequests"] <= up["cancelled"]
