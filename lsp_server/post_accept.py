@@ -18,25 +18,19 @@ from lsprotocol import types as lsp
 
 from cache.keys import fingerprint
 from lsp_server.settings import CompletionSettings
+from lsp_server.speculate import next_line_indent
 from lsp_server.strategies import SimRequest
 from lsp_server.trace import utf16_len
 from transport.reference.engine import CorpusEngine
 
 logger = logging.getLogger(__name__)
 
-_OPENERS = (":", "(", "[", "{")
-_DEDENTERS = ("return", "pass", "raise", "break", "continue")
-
-
 def post_accept_indent(line: str) -> str:
-    """The indentation an auto-indenting editor puts on the line after ``line``."""
-    indent = line[: len(line) - len(line.lstrip())]
-    body = line.strip()
-    if body.endswith(_OPENERS):
-        return indent + "    "
-    if body.split(" ", 1)[0] in _DEDENTERS:
-        return indent[:-4]
-    return indent
+    """The indentation an auto-indenting editor puts on the line after ``line``.
+
+    The same rule the server's speculative prefetch uses.
+    """
+    return next_line_indent(line)
 
 
 class PrefetchTargets:
