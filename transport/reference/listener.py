@@ -166,12 +166,6 @@ class Listener:
             # peer's delayed ACK and every response costs ~40 ms extra.
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            # asyncio only sets this itself for sockets created with an explicit
-            # IPPROTO_TCP; without it Nagle + delayed ACK add ~40 ms per response.
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peername = writer.get_extra_info("peername")
         peer = _peer(peername)
         ident = self._registry.opened(peer, writer.transport)
