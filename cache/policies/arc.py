@@ -90,13 +90,25 @@ class ARCCore:
         self._incoming = source
         return source
 
+    def insert(self, key: Hashable, store: Callable[[], None]) -> None:
+        """Cases II-IV for a new resident key: ``store`` puts its value in.
+
+        ``store`` may call REPLACE (the owner's ``popitem``), which needs to
+        know where the incoming key came from; that is only set during the call.
+        """
+        source = self.admit(key)
+        try:
+            store()
+        finally:
+            self._incoming = ""
+        self.place(key, source)
+
     def place(self, key: Hashable, source: str) -> None:
         """After the value went in: the key's resident list."""
         if source in ("b1", "b2"):
             self.t2[key] = None
         else:
             self.t1[key] = None
-        self._incoming = ""
         # deletions outside the paper can leave ghosts beyond the bounds: trim them
         c = self.c
         t1, b1, b2 = self.t1, self.b1, self.b2
@@ -189,16 +201,14 @@ class ARCCache(PolicyCache[K, V]):
         arc = self._arc
         if Cache.__contains__(self, key):
             Cache.__setitem__(self, key, value)
-            if Cache.__contains__(self, key):
+            if key in arc.t1 or key in arc.t2:
                 arc.hit(key)
-            self._stamp(key)
-            return
-        source = arc.admit(key)
-        try:
-            Cache.__setitem__(self, key, value)
-        finally:
-            arc._incoming = ""
-        arc.place(key, source)
+                self._stamp(key)
+                return
+            # a larger value evicted the key itself on its way back in: track it anew
+            arc.insert(key, lambda: None)
+        else:
+            arc.insert(key, lambda: Cache.__setitem__(self, key, value))
         self._stamp(key)
 
     def __delitem__(self, key: K) -> None:

@@ -185,12 +185,17 @@ class HybridCache(PolicyCache[K, V]):
     def __setitem__(self, key: K, value: V) -> None:
         if self._deadlines is not None:
             self._drop_expired()
+        store: Callable[[], None]
         if Cache.__contains__(self, key):
             Cache.__setitem__(self, key, value)
-            if Cache.__contains__(self, key):
+            if key in self._refs or key in self._hot.records:
                 self._reference(key)
                 self._stamp(key)
-            return
+                return
+            # a larger value evicted the key itself on its way back in: track it anew
+            store = lambda: None  # noqa: E731
+        else:
+            store = lambda: Cache.__setitem__(self, key, value)  # noqa: E731
         if self._fixed_alpha is None:
             alpha = self.heat.alpha()
             if alpha != self.alpha:
@@ -200,15 +205,9 @@ class HybridCache(PolicyCache[K, V]):
             # a burst key left T1 too early: it deserved T2, so shrink the window
             if self.correlated_window > 0:
                 self.correlated_window -= 1
-        source = arc.admit(key)
-        try:
-            Cache.__setitem__(self, key, value)
-        finally:
-            arc._incoming = ""
-        arc.place(key, source)
+        arc.insert(key, store)
         hot = self._hot
-        hot.clock += 1
-        self._refs[key] = [hot.clock]
+        self._refs[key] = [hot.tick()]
         if self._deadlines is not None:
             self._stamp(key)
         if len(hot.records) > self.hot_limit:

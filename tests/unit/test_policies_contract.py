@@ -96,6 +96,16 @@ class PolicyContract:
         cache["c"] = "zz"
         assert cache.currsize <= 10
 
+    def test_growing_value_may_evict_its_own_key_and_still_go_in(self) -> None:
+        cache = self.make(4, getsizeof=len, ttl=10.0, timer=FakeClock())
+        cache["a"] = "x"
+        cache["b"] = "yy"
+        cache["a"] = "zzz"  # room only by evicting both, "a"'s old value included
+        assert cache["a"] == "zzz" and cache.currsize <= 4
+        cache["c"] = "q"
+        cache["d"] = "q"
+        assert cache.currsize <= 4 and len(cache) <= 3
+
     def test_clear_removes_everything(self) -> None:
         cache = self.make(4)
         for key in range(4):
