@@ -14,11 +14,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cachetools import Cache
-
 from cache.heat import ContextHeat
 from cache.policies.arc import ARCCache
-from cache.policies.base import Timer
+from cache.policies.base import PolicyCache, Timer
 from cache.policies.classic import LFUPolicy, LRUPolicy, NoCache
 from cache.policies.hybrid import HybridCache, check_alpha
 from cache.policies.lru_k import LRUKCache
@@ -37,7 +35,7 @@ def make_policy(
     ttl: float = 0.0,
     timer: Timer = time.monotonic,
     heat: ContextHeat | None = None,
-) -> Cache[Any, Any]:
+) -> PolicyCache[Any, Any]:
     """Build the policy ``name`` with ``capacity`` entries.
 
     ``k`` is LRU-K's K for ``lruk``; for ``hybrid`` it is the K of the LRU-K
