@@ -27,6 +27,52 @@ class UpstreamStartError(RuntimeError):
     """The reference service did not come up."""
 
 
+def reference_command(
+    port_file: Path,
+    *,
+    corpus: Sequence[str] = (),
+    ttft_ms: float = 0.0,
+    token_ms: float = 0.0,
+    tls_dir: Path | None = None,
+    extra_args: Sequence[str] = (),
+) -> list[str]:
+    """The command line of ``python -m transport.reference`` on 127.0.0.1, any free port.
+
+    The service writes its port to ``port_file`` once it listens
+    (``read_port_file``); with ``tls_dir`` it serves TLS and writes ``ca.pem`` there.
+    """
+    args = [
+        sys.executable,
+        "-m",
+        "transport.reference",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--port-file",
+        str(port_file),
+        "--ttft-ms",
+        str(ttft_ms),
+        "--token-ms",
+        str(token_ms),
+        *extra_args,
+    ]
+    if tls_dir is not None:
+        args += ["--tls-self-signed", str(tls_dir)]
+    if corpus:
+        args += ["--corpus", *corpus]
+    return args
+
+
+def read_port_file(port_file: Path) -> int | None:
+    """The port a starting service wrote, or None while it has not written it yet."""
+    try:
+        text = port_file.read_text().strip()
+    except FileNotFoundError:
+        return None
+    return int(text) if text else None
+
+
 class ReferenceProcess:
     """``scopecache upstream`` on 127.0.0.1 with a self-signed CA."""
 
@@ -69,26 +115,14 @@ class ReferenceProcess:
     async def start(self) -> None:
         """Start the process and wait until ``/health`` answers."""
         port_file = self.workdir / "port"
-        args = [
-            sys.executable,
-            "-m",
-            "transport.reference",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--port-file",
-            str(port_file),
-            "--ttft-ms",
-            str(self.ttft_ms),
-            "--token-ms",
-            str(self.token_ms),
-            *self.extra_args,
-        ]
-        if self.tls:
-            args += ["--tls-self-signed", str(self.workdir)]
-        if self.corpus:
-            args += ["--corpus", *self.corpus]
+        args = reference_command(
+            port_file,
+            corpus=self.corpus,
+            ttft_ms=self.ttft_ms,
+            token_ms=self.token_ms,
+            tls_dir=self.workdir if self.tls else None,
+            extra_args=self.extra_args,
+        )
         log = open(self.workdir / "upstream.log", "wb")  # noqa: SIM115 - owned by the child
         self._process = await asyncio.create_subprocess_exec(
             *args,
@@ -102,8 +136,9 @@ class ReferenceProcess:
         while time.monotonic() < deadline:
             if self._process.returncode is not None:
                 raise UpstreamStartError(self._failure("exited"))
-            if port_file.exists() and port_file.read_text().strip():
-                self.port = int(port_file.read_text().strip())
+            port = read_port_file(port_file)
+            if port is not None:
+                self.port = port
                 with contextlib.suppress(httpx.HTTPError):
                     await self.get("/health")
                     return

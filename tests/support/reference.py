@@ -21,7 +21,6 @@ import shutil
 import signal
 import ssl
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,8 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+
+from lsp_server.upstream_process import read_port_file, reference_command
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CORPUS = REPO_ROOT / "tests" / "data" / "corpus"
@@ -136,17 +137,17 @@ class ReferenceService:
 
     def command(self) -> list[str]:
         """The command line used to start the service."""
-        cmd = [sys.executable, "-m", "transport.reference", "--host", "127.0.0.1",
-               "--port", "0", "--port-file", str(self.workdir / "port"),
-               "--ttft-ms", str(self.ttft_ms), "--token-ms", str(self.token_ms),
-               "--log-level", self.log_level]
-        if self.tls:
-            cmd += ["--tls-self-signed", str(self.workdir / "tls")]
+        extra = ["--log-level", self.log_level]
         if self.require_key_env:
-            cmd += ["--require-key-env", self.require_key_env]
-        if self.corpus:
-            cmd += ["--corpus", *self.corpus]
-        return cmd + self.extra_args
+            extra += ["--require-key-env", self.require_key_env]
+        return reference_command(
+            self.workdir / "port",
+            corpus=self.corpus,
+            ttft_ms=self.ttft_ms,
+            token_ms=self.token_ms,
+            tls_dir=self.workdir / "tls" if self.tls else None,
+            extra_args=[*extra, *self.extra_args],
+        )
 
     def start(self) -> ReferenceService:
         """Start the process and wait until ``/health`` answers."""
@@ -171,11 +172,10 @@ class ReferenceService:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise ReferenceServiceError(f"service exited early:\n{self.log()}")
-            if port_file.exists():
-                text = port_file.read_text().strip()
-                if text:
-                    self.port = int(text)
-                    break
+            port = read_port_file(port_file)
+            if port is not None:
+                self.port = port
+                break
             time.sleep(0.02)
         else:
             raise ReferenceServiceError(f"service did not write its port:\n{self.log()}")
