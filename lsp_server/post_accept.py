@@ -25,13 +25,6 @@ from transport.reference.engine import CorpusEngine
 
 logger = logging.getLogger(__name__)
 
-def post_accept_indent(line: str) -> str:
-    """The indentation an auto-indenting editor puts on the line after ``line``.
-
-    The same rule the server's speculative prefetch uses.
-    """
-    return next_line_indent(line)
-
 
 class PrefetchTargets:
     """Computes post-accept requests on the live document (edit, look, undo)."""
@@ -57,7 +50,8 @@ class PrefetchTargets:
 
         line = req.line
         original = doc.line_text(line).rstrip("\r\n")
-        indent = post_accept_indent(accepted + req.line_suffix)
+        # the server's speculative prefetch predicts the same auto-indent
+        indent = next_line_indent(accepted + req.line_suffix)
         new = accepted + req.line_suffix + "\n" + indent
 
         def edit(end: lsp.Position, text: str) -> None:
