@@ -171,15 +171,11 @@ class HybridCache(PolicyCache[K, V]):
     # -- mapping ---------------------------------------------------------------------
 
     def __getitem__(self, key: K) -> V:
-        hist = self._refs.get(key)
-        if hist is None and key not in self._hot.records:
+        if key not in self._refs and key not in self._hot.records:
             return self.__missing__(key)
         if self._deadlines is not None and self._is_expired(key):
             return self._expire(key)
-        if hist is None:
-            self._hot.reference(key)
-        else:
-            self._reference_arc(key, hist)
+        self._reference(key)
         return Cache.__getitem__(self, key)
 
     def __setitem__(self, key: K, value: V) -> None:
@@ -250,11 +246,8 @@ class HybridCache(PolicyCache[K, V]):
             raise KeyError("HybridCache is empty")
         value = Cache.__getitem__(self, key)
         Cache.__delitem__(self, key)
-        if self._deadlines is not None:
-            self._unstamp(key)
-        self.evictions += 1
-        if self.on_evict is not None:
-            self.on_evict(key, value)
+        self._unstamp(key)
+        self._evicted(key, value)
         return key, value
 
     def clear(self) -> None:
@@ -277,8 +270,7 @@ class HybridCache(PolicyCache[K, V]):
 
     def _reference_arc(self, key: Hashable, hist: list[int]) -> None:
         hot = self._hot
-        hot.clock += 1
-        now = hot.clock
+        now = hot.tick()
         arc = self._arc
         t1 = arc.t1
         if now - hist[0] <= self.correlated_window:
