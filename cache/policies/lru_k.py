@@ -57,6 +57,11 @@ class _History:
         self.last_time = float("-inf")
         self.token = 0
 
+    def priority(self, k: int) -> int:
+        """Eviction order: the K-th most recent reference, or far below it with fewer."""
+        hist = self.hist
+        return hist[k - 1] if len(hist) >= k else self.last_seq - _INFINITE
+
 
 class LRUKOrder:
     """The LRU-K ranking of a set of keys (no values)."""
@@ -145,8 +150,7 @@ class LRUKOrder:
             if record is None or record.token != item[1]:
                 heapq.heappop(heap)
                 continue
-            hist = record.hist
-            prio = hist[k - 1] if len(hist) >= k else record.last_seq - _INFINITE
+            prio = record.priority(k)
             if prio != item[0]:
                 # references since the push only raised the priority: re-file it
                 heapq.heapreplace(heap, (prio, item[1], item[2]))
@@ -171,9 +175,7 @@ class LRUKOrder:
         self._heap.clear()
 
     def _push(self, key: Hashable, record: _History) -> None:
-        hist = record.hist
-        k = self.k
-        prio = hist[k - 1] if len(hist) >= k else record.last_seq - _INFINITE
+        prio = record.priority(self.k)
         if not record.token:
             self._pushes += 1
             record.token = self._pushes
@@ -184,11 +186,7 @@ class LRUKOrder:
 
     def _compact(self) -> None:
         k = self.k
-        fresh = []
-        for key, record in self.records.items():
-            hist = record.hist
-            prio = hist[k - 1] if len(hist) >= k else record.last_seq - _INFINITE
-            fresh.append((prio, record.token, key))
+        fresh = [(record.priority(k), record.token, key) for key, record in self.records.items()]
         heapq.heapify(fresh)
         self._heap = fresh
 
