@@ -25,10 +25,10 @@ from transport.reference import asgi
 from transport.reference.asgi import ClientGone, ClientWatch, Receive, Scope, Send
 from transport.reference.dialects import MODEL, BadRequest, Dialect, OpenAIChat, OpenAICompletions
 from transport.reference.engine import CorpusEngine
-from transport.reference.faults import Fault, FaultError, FaultPlan
+from transport.reference.faults import NO_FAULT, Fault, FaultError, FaultPlan
 from transport.reference.listener import ConnectionRegistry
 from transport.reference.local_dialects import LlamaInfill, OllamaGenerate
-from transport.reference.responder import Latency, Responder
+from transport.reference.responder import Exchange, Latency, Responder
 from transport.reference.stats import ServiceStats
 from transport.reference.tokens import TokenAuthority, TokenClient
 
@@ -133,7 +133,9 @@ class ReferenceApp:
             cut=lambda: self.registry.cut(client),
         )
         async with ClientWatch(receive) as watch:
-            await responder.respond(send, watch, dialect, ask, fault, record)
+            await responder.respond(
+                Exchange(send, watch, dialect, ask, fault or NO_FAULT, record)
+            )
 
     async def _token(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw = await asgi.read_body(receive)

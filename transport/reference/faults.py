@@ -74,6 +74,10 @@ class Fault:
         return float(value)
 
 
+#: what a request gets when nothing is armed: answered normally
+NO_FAULT = Fault("")
+
+
 @dataclass
 class _Armed:
     fault: Fault

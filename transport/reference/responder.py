@@ -48,6 +48,20 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
+@dataclass(frozen=True)
+class Exchange:
+    """One completion request being answered: what was asked and where to write."""
+
+    send: Send
+    watch: ClientWatch
+    dialect: Dialect
+    ask: Ask
+    #: the armed fault, ``NO_FAULT`` when the request is to be answered normally
+    fault: Fault
+    #: the request's ``recent`` entry in the service stats, filled in as it goes
+    record: dict[str, Any]
+
+
 class Responder:
     """Answers completion requests for the app."""
 
@@ -77,8 +91,8 @@ class Responder:
         await self._cut_connection()
         raise Aborted
 
-    def _complete(self, ask: Ask, fault: Fault | None) -> tuple[Completion, list[str]]:
-        if fault is not None and fault.mode in ("huge", "flood"):
+    def _complete(self, ask: Ask, fault: Fault) -> tuple[Completion, list[str]]:
+        if fault.mode in ("huge", "flood"):
             default = 1_000_000 if fault.mode == "huge" else 16_000_000
             text = _filler(int(fault.number("size", default)))
             done = Completion(text, "stop", count_tokens(ask.prefix), len(ask.prefix))
@@ -91,79 +105,54 @@ class Responder:
             multiline=ask.multiline,
         )
         pieces = done.tokens
-        if not pieces and fault is not None and fault.mode in ("malformed-json", "invalid-utf8"):
+        if not pieces and fault.mode in ("malformed-json", "invalid-utf8"):
             pieces = ["oops"]  # these faults need one chunk to spoil
         return done, pieces
 
-    async def respond(
-        self,
-        send: Send,
-        watch: ClientWatch,
-        dialect: Dialect,
-        ask: Ask,
-        fault: Fault | None,
-        record: dict[str, Any],
-    ) -> None:
+    async def respond(self, ex: Exchange) -> None:
         """Write the whole response; never raises for a vanished client."""
         try:
-            await self._respond(send, watch, dialect, ask, fault, record)
+            await self._respond(ex)
         except ClientGone:
-            if record.get("stream") and record.get("status") == 200:
+            if ex.record.get("stream") and ex.record.get("status") == 200:
                 self._stats.streams_cancelled += 1
-            record["cancelled"] = True
+            ex.record["cancelled"] = True
         except Aborted:
-            record["aborted"] = True
+            ex.record["aborted"] = True
 
-    async def _respond(
-        self,
-        send: Send,
-        watch: ClientWatch,
-        dialect: Dialect,
-        ask: Ask,
-        fault: Fault | None,
-        record: dict[str, Any],
-    ) -> None:
-        mode = fault.mode if fault else None
-        if fault is not None and mode == "slow-headers":
-            await watch.sleep(fault.number("delay", 5.0))
+    async def _respond(self, ex: Exchange) -> None:
+        mode = ex.fault.mode
+        if mode == "slow-headers":
+            await ex.watch.sleep(ex.fault.number("delay", 5.0))
         if mode == "reset":
             self._abort()
-        if fault is not None and mode == "status":
-            await self._status(send, fault, record)
+        if mode == "status":
+            await self._status(ex)
             return
-        completion, pieces = self._complete(ask, fault)
-        record["stream"] = ask.stream
-        if ask.stream:
-            await self._stream(send, watch, dialect, ask, fault, completion, pieces, record)
+        completion, pieces = self._complete(ex.ask, ex.fault)
+        ex.record["stream"] = ex.ask.stream
+        if ex.ask.stream:
+            await self._stream(ex, completion, pieces)
         else:
-            await self._whole(send, watch, dialect, ask, fault, completion, pieces, record)
+            await self._whole(ex, completion, pieces)
 
-    async def _status(self, send: Send, fault: Fault, record: dict[str, Any]) -> None:
-        status = int(fault.number("status", 500))
+    async def _status(self, ex: Exchange) -> None:
+        status = int(ex.fault.number("status", 500))
         headers: list[tuple[str, str]] = []
-        retry_after = fault.params.get("retryAfter")
+        retry_after = ex.fault.params.get("retryAfter")
         if retry_after is not None:
             headers.append(("retry-after", str(retry_after)))
-        record["status"] = status
-        await asgi.send_error(send, status, f"injected fault: status {status}", headers)
+        ex.record["status"] = status
+        await asgi.send_error(ex.send, status, f"injected fault: status {status}", headers)
 
-    async def _whole(
-        self,
-        send: Send,
-        watch: ClientWatch,
-        dialect: Dialect,
-        ask: Ask,
-        fault: Fault | None,
-        completion: Completion,
-        pieces: list[str],
-        record: dict[str, Any],
-    ) -> None:
+    async def _whole(self, ex: Exchange, completion: Completion, pieces: list[str]) -> None:
+        send, watch, dialect, ask, fault = ex.send, ex.watch, ex.dialect, ex.ask, ex.fault
         lat = self._latency
         generation = lat.ttft_ms + lat.token_ms * max(0, len(pieces) - 1)
         await watch.sleep(generation / 1000.0)
-        mode = fault.mode if fault else None
-        record["status"] = 200
-        if fault is not None and mode == "never-ending":
+        mode = fault.mode
+        ex.record["status"] = 200
+        if mode == "never-ending":
             await asgi.start(send, 200, "application/json")
             while True:
                 await asgi.body(send, b" ", more=True)
@@ -174,27 +163,18 @@ class Responder:
         elif mode == "invalid-utf8":
             completion = Completion(_BAD, "stop", completion.prompt_tokens)
             data = dialect.full(ask, completion).replace(_BAD.encode(), b"\xff\xfe\xfd")
-        if fault is not None and mode == "reset-mid-stream":
+        if mode == "reset-mid-stream":
             await asgi.start(send, 200, "application/json", [("content-length", str(len(data)))])
             await asgi.body(send, data[: len(data) // 2], more=True)
             await self._cut()
         await asgi.send_bytes(send, 200, data, "application/json")
 
-    async def _stream(
-        self,
-        send: Send,
-        watch: ClientWatch,
-        dialect: Dialect,
-        ask: Ask,
-        fault: Fault | None,
-        completion: Completion,
-        pieces: list[str],
-        record: dict[str, Any],
-    ) -> None:
-        mode = fault.mode if fault else None
+    async def _stream(self, ex: Exchange, completion: Completion, pieces: list[str]) -> None:
+        send, watch, dialect, ask, fault = ex.send, ex.watch, ex.dialect, ex.ask, ex.fault
+        mode = fault.mode
         headers = [("cache-control", "no-cache")]
         await asgi.start(send, 200, dialect.media_type, headers)
-        record["status"] = 200
+        ex.record["status"] = 200
         self._stats.streams_started += 1
         ttft, gap = self._latency.ttft_ms / 1000.0, self._latency.token_ms / 1000.0
         fast = mode in ("huge", "flood")
@@ -205,12 +185,12 @@ class Responder:
             await asgi.body(send, b"")
             self._stats.streams_completed += 1
             return
-        if fault is not None and mode == "never-ending":
+        if mode == "never-ending":
             await watch.sleep(ttft)
             while True:
                 await asgi.body(send, dialect.chunk(ask, " tick"), more=True)
                 await watch.sleep(fault.number("interval", 0.05))
-        reset_after = int(fault.number("chunks", 2)) if fault is not None else -1
+        reset_after = int(fault.number("chunks", 2))
         for i, piece in enumerate(pieces):
             if mode == "reset-mid-stream" and i >= reset_after:
                 await self._cut()
