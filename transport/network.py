@@ -17,8 +17,10 @@ tokens for nobody, and the half-open stream keeps counting against the
 server's concurrent-stream limit. The subclass resets the stream through the
 connection's own h2 state machine (so the state stays consistent and other
 streams on the connection are untouched) and then lets httpcore's
-bookkeeping run unchanged. It overrides one private method of httpcore; the
-e2e test ``test_cancel_mid_stream_resets_stream_and_keeps_connection``
+bookkeeping run unchanged. It is the only code here that touches httpcore's
+private API: it overrides ``_response_closed`` and uses ``_h2_state``,
+``_write_lock`` and ``_network_stream`` of ``AsyncHTTP2Connection`` (httpcore
+1.0). The e2e test ``test_cancel_mid_stream_resets_stream_and_keeps_connection``
 guards that contract against httpcore upgrades.
 """
 
@@ -154,9 +156,8 @@ class StreamResettingHTTP2Connection(httpcore.AsyncHTTP2Connection):
     ) -> None:
         super().__init__(origin=origin, stream=stream, keepalive_expiry=keepalive_expiry)
         self._reset_write_timeout = write_timeout
+        #: told of every reset (the transport counts them)
         self._on_reset = on_reset
-        #: streams this connection reset because the caller stopped reading
-        self.streams_reset = 0
 
     async def _response_closed(self, stream_id: int) -> None:
         await self._reset_if_open(stream_id)
@@ -175,7 +176,6 @@ class StreamResettingHTTP2Connection(httpcore.AsyncHTTP2Connection):
             # The connection is already broken; the service sees the disconnect.
             logger.debug("could not reset stream %d: %s", stream_id, exc)
             return
-        self.streams_reset += 1
         if self._on_reset is not None:
             self._on_reset()
 
@@ -241,11 +241,6 @@ class PinnedConnection(httpcore.AsyncConnectionInterface):
         return httpcore.AsyncHTTP11Connection(
             origin=self._origin, stream=stream, keepalive_expiry=self._keepalive_expiry
         )
-
-    @property
-    def protocol(self) -> httpcore.AsyncConnectionInterface | None:
-        """The protocol connection once connected."""
-        return self._connection
 
     def can_handle_request(self, origin: httpcore.Origin) -> bool:
         """Only the endpoint's origin."""
