@@ -5,9 +5,10 @@ every further line is one event: ``open``, ``change``, ``complete`` or
 ``close``, with ``t`` in seconds from the start and LSP positions in UTF-16
 code units. ``TraceWriter`` streams events out; ``iter_trace`` and
 ``read_trace`` read them back and validate every line, reporting problems as
-``TraceError("trace.jsonl:17: ...")``. ``TraceDocuments`` keeps the plain
-text of every open document while a trace is read, so positions and ranges
-can be checked (and so replay and simulate can see the text an event acts on).
+``TraceError("trace.jsonl:17: ...")``; ``read_header`` reads line 1 only.
+``TraceDocuments`` keeps the plain text of every open document while a
+trace is read, so positions and ranges can be checked (and so replay and
+simulate can see the text an event acts on).
 
 A trace holds source code (the ``final`` texts, ``open`` texts) and nothing
 else: the writer records exactly what it is given, so recorders must never
@@ -330,12 +331,11 @@ def iter_trace(path: str | Path) -> tuple[TraceHeader, Iterator[tuple[Event, Tra
     """
     name = Path(path).name
     fh = open(path, encoding="utf-8")
-    first = fh.readline()
     try:
-        header = _header(json.loads(first) if first.strip() else None)
-    except (ValueError, TypeError) as exc:
+        header = _header_line(fh, name)
+    except TraceError:
         fh.close()
-        raise TraceError(f"{name}:1: {exc}") from exc
+        raise
 
     def events() -> Iterator[tuple[Event, TraceDocuments]]:
         docs = TraceDocuments()
@@ -357,6 +357,20 @@ def iter_trace(path: str | Path) -> tuple[TraceHeader, Iterator[tuple[Event, Tra
                     raise TraceError(f"{name}:{number}: {exc}") from exc
 
     return header, events()
+
+
+def read_header(path: str | Path) -> TraceHeader:
+    """Read and validate line 1 only (the final texts and meta), not the events."""
+    with open(path, encoding="utf-8") as fh:
+        return _header_line(fh, Path(path).name)
+
+
+def _header_line(fh: IO[str], name: str) -> TraceHeader:
+    first = fh.readline()
+    try:
+        return _header(json.loads(first) if first.strip() else None)
+    except (ValueError, TypeError) as exc:
+        raise TraceError(f"{name}:1: {exc}") from exc
 
 
 def _header(data: Any) -> TraceHeader:

@@ -18,6 +18,7 @@ from lsp_server.trace import (
     TraceHeader,
     TraceWriter,
     iter_trace,
+    read_header,
     read_trace,
     utf16_len,
     utf16_to_index,
@@ -124,6 +125,14 @@ def test_header_must_name_the_format(tmp_path: Path) -> None:
     path = _write_lines(tmp_path / "t.jsonl", {"format": "other", "version": 1}, [])
     with pytest.raises(TraceError, match=r"t\.jsonl:1: not a scopecache-trace"):
         read_trace(path)
+
+
+def test_read_header_reads_line_one_only(tmp_path: Path) -> None:
+    path = _write_lines(tmp_path / "t.jsonl", HEADER, [OPEN, "{not json"])
+    assert read_header(path).final == HEADER["final"]
+    bad = _write_lines(tmp_path / "b.jsonl", {"format": "other", "version": 1}, [])
+    with pytest.raises(TraceError, match=r"b\.jsonl:1: not a scopecache-trace"):
+        read_header(bad)
 
 
 def test_time_going_backwards_is_rejected(tmp_path: Path) -> None:
