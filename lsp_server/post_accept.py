@@ -4,7 +4,8 @@ Accepting the first line of a suggestion and pressing Enter in an
 auto-indenting editor leaves the cursor at the start of a new line, indented.
 ``PrefetchTargets`` computes the completion request of that state on the
 live document (edit, derive the syntax context and keys, undo), with the
-reference engine's answer there, for the timed simulation's speculative
+reference engine's answer there (``simulate.ReferenceAnswers``, shared with
+the requests themselves), for the timed simulation's speculative
 prefetch. The document is left exactly as it was.
 """
 
@@ -12,16 +13,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any
 
 from lsprotocol import types as lsp
 
-from cache.keys import fingerprint
-from lsp_server.settings import CompletionSettings
+from lsp_server.documents import Document
+from lsp_server.simulate import ReferenceAnswers
 from lsp_server.speculate import next_line_indent
 from lsp_server.strategies import SimRequest
 from lsp_server.trace import utf16_len
-from transport.reference.engine import CorpusEngine
 
 logger = logging.getLogger(__name__)
 
@@ -29,12 +28,11 @@ logger = logging.getLogger(__name__)
 class PrefetchTargets:
     """Computes post-accept requests on the live document (edit, look, undo)."""
 
-    def __init__(self, engine: CorpusEngine, completion: CompletionSettings) -> None:
-        self.engine, self.c = engine, completion
+    def __init__(self, answers: ReferenceAnswers) -> None:
+        self.answers = answers
         self.memo: dict[tuple[str, int, int, str], SimRequest | None] = {}
-        self.answers: dict[tuple[int, bool], str] = {}
 
-    def __call__(self, req: SimRequest, doc: Any) -> SimRequest | None:
+    def __call__(self, req: SimRequest, doc: Document) -> SimRequest | None:
         """The post-accept request of ``req`` (None when its answer has no first line)."""
         if not req.answer.split("\n", 1)[0].strip():
             return None
@@ -44,9 +42,8 @@ class PrefetchTargets:
             self.memo[memo] = self._target(req, doc, accepted)
         return self.memo[memo]
 
-    def _target(self, req: SimRequest, doc: Any, accepted: str) -> SimRequest | None:
+    def _target(self, req: SimRequest, doc: Document, accepted: str) -> SimRequest:
         from lsp_server.pipeline import fit_to_line, keys_for
-        from lsp_server.syntax import syntax_context
 
         line = req.line
         original = doc.line_text(line).rstrip("\r\n")
@@ -62,25 +59,10 @@ class PrefetchTargets:
         edit(lsp.Position(line=line, character=utf16_len(original)), new)
         cursor = lsp.Position(line=line + 1, character=utf16_len(indent))
         try:
-            c = self.c
-            ctx = syntax_context(
-                doc,
-                cursor,
-                prefix_chars=c.prefix_chars,
-                prefix_lines=c.prefix_lines,
-                suffix_chars=c.suffix_chars,
-                suffix_lines=c.suffix_lines,
-                scope_chars=c.scope_chars,
-            )
+            ctx = self.answers.context(doc, cursor)
         finally:
             edit(cursor, original)
-        memo = (fingerprint(ctx.prefix), ctx.block_opener)
-        raw = self.answers.get(memo)
-        if raw is None:
-            done = self.engine.complete(
-                ctx.prefix, ctx.suffix, max_tokens=c.max_tokens, stop=c.stop
-            )
-            raw = self.answers[memo] = done.text
+        raw = self.answers.answer(ctx)
         key, anchor = keys_for(ctx)
         return replace(
             req,

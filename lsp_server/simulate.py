@@ -32,7 +32,7 @@ from lsprotocol import types as lsp
 
 from cache.keys import fingerprint
 from cache.policies import OptimalCache, make_policy
-from lsp_server.documents import DocumentStore
+from lsp_server.documents import Document, DocumentStore
 from lsp_server.settings import CompletionSettings
 from lsp_server.strategies import (
     POLICY_STRATEGIES,
@@ -45,7 +45,7 @@ from lsp_server.strategies import (
     ScopeDesign,
     SimRequest,
 )
-from lsp_server.syntax import syntax_context
+from lsp_server.syntax import SyntaxContext, syntax_context
 from lsp_server.trace import ChangeEvent, CompleteEvent, OpenEvent, TraceError, iter_trace
 from transport.reference.engine import CorpusEngine
 
@@ -75,27 +75,65 @@ def _change(change: Any) -> lsp.TextDocumentContentChangeEvent:
     )
 
 
+class ReferenceAnswers:
+    """The reference engine over a trace's final texts, asked as the server asks the service.
+
+    ``context`` derives the syntax context with the settings' prompt windows;
+    ``answer`` asks the engine with the context's prefix and suffix,
+    ``max_tokens`` and ``stop`` (block openers are detected by the engine),
+    once per distinct prompt prefix.
+    """
+
+    def __init__(self, final: Iterable[str], completion: CompletionSettings | None = None) -> None:
+        self.engine = CorpusEngine(final)
+        self.completion = completion or CompletionSettings()
+        self._answers: dict[tuple[int, bool], str] = {}
+
+    def context(self, doc: Document, position: lsp.Position) -> SyntaxContext:
+        """The syntax context the server derives at ``position``."""
+        c = self.completion
+        return syntax_context(
+            doc,
+            position,
+            prefix_chars=c.prefix_chars,
+            prefix_lines=c.prefix_lines,
+            suffix_chars=c.suffix_chars,
+            suffix_lines=c.suffix_lines,
+            scope_chars=c.scope_chars,
+        )
+
+    def answer(self, ctx: SyntaxContext) -> str:
+        """The engine's raw answer for the prompt built from ``ctx``."""
+        memo = (fingerprint(ctx.prefix), ctx.block_opener)
+        raw = self._answers.get(memo)
+        if raw is None:
+            c = self.completion
+            done = self.engine.complete(
+                ctx.prefix, ctx.suffix, max_tokens=c.max_tokens, stop=c.stop
+            )
+            raw = self._answers[memo] = done.text
+        return raw
+
+
 def collect_requests(
     path: str | Path,
-    completion: CompletionSettings | None = None,
+    answers: ReferenceAnswers | None = None,
     on_event: Callable[[], None] | None = None,
-    on_request: Callable[[SimRequest, Any], None] | None = None,
+    on_request: Callable[[SimRequest, Document], None] | None = None,
 ) -> list[SimRequest]:
     """Every completion request of a trace, with its context and the engine's answer.
 
-    The engine is asked as the server asks the reference service: the
-    context's prefix and suffix, ``max_tokens`` and ``stop`` from the
-    settings, block openers detected by the engine. ``on_request`` sees each
-    request with its ``Document`` as it is then (and must leave it so).
+    ``answers`` defaults to the engine over the trace's final texts with the
+    default completion settings. ``on_request`` sees each request with its
+    ``Document`` as it is then (and must leave it so).
     """
     from lsp_server.pipeline import fit_to_line, keys_for
 
-    c = completion or CompletionSettings()
     header, events = iter_trace(path)
-    engine = CorpusEngine(header.final.values())
+    if answers is None:
+        answers = ReferenceAnswers(header.final.values())
     store = DocumentStore()
     versions: dict[str, int] = {}
-    answers: dict[tuple[int, bool], str] = {}
     requests: list[SimRequest] = []
     for event, docs in events:
         if on_event is not None:
@@ -110,23 +148,9 @@ def collect_requests(
             doc = store.get(event.uri)
             assert doc is not None  # the reader checked the document is open
             pos = lsp.Position(line=event.position.line, character=event.position.character)
-            ctx = syntax_context(
-                doc,
-                pos,
-                prefix_chars=c.prefix_chars,
-                prefix_lines=c.prefix_lines,
-                suffix_chars=c.suffix_chars,
-                suffix_lines=c.suffix_lines,
-                scope_chars=c.scope_chars,
-            )
+            ctx = answers.context(doc, pos)
             key, anchor = keys_for(ctx)
-            memo = (fingerprint(ctx.prefix), ctx.block_opener)
-            raw = answers.get(memo)
-            if raw is None:
-                raw = engine.complete(
-                    ctx.prefix, ctx.suffix, max_tokens=c.max_tokens, stop=c.stop
-                ).text
-                answers[memo] = raw
+            raw = answers.answer(ctx)
             line = event.position.line
             before = "\n".join(docs.line(event.uri, n) for n in range(line))
             after_lines = [ctx.line_suffix] + [

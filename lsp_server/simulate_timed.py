@@ -26,12 +26,12 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cachetools import LRUCache
 
 from cache.keys import fingerprint
 from cache.policies import make_policy
+from lsp_server.documents import Document
 from lsp_server.post_accept import PrefetchTargets
 from lsp_server.settings import CompletionSettings, Settings
 from lsp_server.strategies import (
@@ -44,8 +44,7 @@ from lsp_server.strategies import (
 from lsp_server.throttle import MissThrottle
 from lsp_server.timed_model import CLIENT_MODELS, DESIGN_NAMES, LatencyModel, TimedResult
 from lsp_server.timed_run import TimedRun
-from lsp_server.trace import iter_trace
-from transport.reference.engine import CorpusEngine
+from lsp_server.trace import read_header
 
 logger = logging.getLogger(__name__)
 
@@ -93,22 +92,21 @@ def collect_timed(
     on_event: Callable[[], None] | None = None,
 ) -> TimedTrace:
     """Read a trace for the timed model (see the module docstring)."""
-    from lsp_server.simulate import collect_requests
+    from lsp_server.simulate import ReferenceAnswers, collect_requests
 
-    c = completion or CompletionSettings()
-    header, _events = iter_trace(path)
-    targets = PrefetchTargets(CorpusEngine(header.final.values()), c)
+    answers = ReferenceAnswers(read_header(path).final.values(), completion)
+    targets = PrefetchTargets(answers)
     next_line_fp: dict[int, int] = {}
     prefetch: dict[int, SimRequest] = {}
 
-    def on_request(req: SimRequest, doc: Any) -> None:
+    def on_request(req: SimRequest, doc: Document) -> None:
         below = doc.line_text(req.line + 1) if req.line + 1 < doc.line_count else ""
         next_line_fp[req.index] = fingerprint(below.rstrip("\r\n"))
         target = targets(req, doc)
         if target is not None:
             prefetch[req.index] = target
 
-    requests = collect_requests(path, c, on_event=on_event, on_request=on_request)
+    requests = collect_requests(path, answers, on_event=on_event, on_request=on_request)
     return TimedTrace(
         requests=requests,
         next_t=next_event_times(path, len(requests)),
