@@ -36,7 +36,7 @@ from lsp_server.recorder import TraceRecorder
 from lsp_server.settings import Settings, parse_settings
 from lsp_server.speculate import SpeculativePrefetcher
 from lsp_server.stats import ServerStats
-from lsp_server.syntax import SyntaxContext, syntax_context
+from lsp_server.syntax import SyntaxContext, completion_context
 from lsp_server.throttle import MissThrottle
 from transport.backend import CompletionBackend
 from transport.errors import TransportError
@@ -331,16 +331,7 @@ class ScopecacheServer(LanguageServer):
 
     def doc_context(self, doc: Document, position: types.Position) -> SyntaxContext:
         """The syntax context of ``doc`` at ``position`` with the configured windows."""
-        c = self.settings.completion
-        return syntax_context(
-            doc,
-            position,
-            prefix_chars=c.prefix_chars,
-            prefix_lines=c.prefix_lines,
-            suffix_chars=c.suffix_chars,
-            suffix_lines=c.suffix_lines,
-            scope_chars=c.scope_chars,
-        )
+        return completion_context(doc, position, self.settings.completion)
 
     async def suggest(
         self,

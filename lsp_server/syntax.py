@@ -51,6 +51,7 @@ from tree_sitter import Node, Tree
 from lsp_server.documents import Document
 from lsp_server.languages import LanguageSpec
 from lsp_server.positions import TextBuffer, char_start, decode_text
+from lsp_server.settings import CompletionSettings
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +193,21 @@ def syntax_context(
         block_opener=opener,
         parsed=True,
         clamped=where.clamped,
+    )
+
+
+def completion_context(
+    doc: Document, position: Position, windows: CompletionSettings
+) -> SyntaxContext:
+    """``syntax_context`` with the prompt and key windows of the completion settings."""
+    return syntax_context(
+        doc,
+        position,
+        prefix_chars=windows.prefix_chars,
+        prefix_lines=windows.prefix_lines,
+        suffix_chars=windows.suffix_chars,
+        suffix_lines=windows.suffix_lines,
+        scope_chars=windows.scope_chars,
     )
 
 
