@@ -25,6 +25,7 @@ from lsp_server import assembly
 from lsp_server.documents import Document, DocumentStore
 from lsp_server.exclude import is_excluded
 from lsp_server.first_use import rehearse_exclusion, rehearse_protocol
+from lsp_server.hints import DEFAULT_WINDOW as HINT_WINDOW
 from lsp_server.hints import diagnose, signal_values
 from lsp_server.inflight import InflightRegistry
 from lsp_server.metrics import MetricsRegistry, pool_state
@@ -50,8 +51,6 @@ SPECULATION_DELAY = 0.005
 
 #: suggestions remembered for ``scopecache.accepted``
 SERVED_ITEMS_KEPT = 256
-#: seconds of signal history the root-cause hints look at
-HINT_WINDOW = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,15 +318,15 @@ class ScopecacheServer(LanguageServer):
 
     # -- completions ------------------------------------------------------
 
-    def context_at(self, uri: str, position: types.Position) -> SyntaxContext | None:
-        """The syntax context at a position, or None for an unknown or excluded document."""
+    def _completable(self, uri: str) -> Document | None:
+        """The open document at ``uri``, or None when unknown or excluded."""
         doc = self.documents.get(uri)
         if doc is None:
             logger.debug("completion for unknown document %s", uri)
             return None
         if is_excluded(uri, self.settings.exclude):
             return None
-        return self.doc_context(doc, position)
+        return doc
 
     def doc_context(self, doc: Document, position: types.Position) -> SyntaxContext:
         """The syntax context of ``doc`` at ``position`` with the configured windows."""
@@ -347,18 +346,26 @@ class ScopecacheServer(LanguageServer):
         typed (rather than the user invoking completion): it feeds the hybrid
         policy's context weight. ``method`` is ``inline`` or ``list``.
         """
-        ctx = self.context_at(uri, position)
-        if ctx is None:
+        doc = self._completable(uri)
+        if doc is None:
             self.stats.requests += 1
             self.stats.record_empty(0.0)
             return None
+        try:
+            return await self._suggest(doc, position, automatic=automatic, method=method)
+        except Exception:
+            self.stats.errors += 1  # answered with an error: counted, never silent
+            raise
+
+    async def _suggest(
+        self, doc: Document, position: types.Position, *, automatic: bool, method: str
+    ) -> tuple[Suggestion, str, SyntaxContext] | None:
+        ctx = self.doc_context(doc, position)
         self.heat.record(automatic=automatic, entropy=line_entropy(ctx.line_prefix))
-        doc = self.documents.get(uri)
-        version = doc.version if doc is not None else None
+        uri, version = doc.uri, doc.version
 
         def still_current() -> bool:
-            current = self.documents.get(uri)
-            return current is doc and current is not None and current.version == version
+            return self.documents.get(uri) is doc and doc.version == version
 
         if self.recorder is not None:
             self.recorder.complete(uri, position, method)
@@ -367,10 +374,10 @@ class ScopecacheServer(LanguageServer):
         )
         if suggestion is None:
             return None
-        if doc is not None and suggestion.text:
+        if suggestion.text and self.speculator.settings.enabled and self.backend is not None:
             # After the answer has gone out, not before: it must not delay it.
             asyncio.get_running_loop().call_later(
-                SPECULATION_DELAY, self._speculate, doc, doc.version, ctx, suggestion.text
+                SPECULATION_DELAY, self._speculate, doc, version, ctx, suggestion.text
             )
         item_id = f"s{next(self._item_ids)}"
         self._served[item_id] = ServedItem(
