@@ -41,7 +41,6 @@ class ServerStats:
     cancelled: int = 0
     upstream_requests: int = 0
     upstream_errors: int = 0
-    upstream_cancelled: int = 0
     speculative_requests: int = 0
     rejected_stale: int = 0
     accepted: int = 0
@@ -90,7 +89,6 @@ class ServerStats:
             else 0.0,
             "upstreamRequests": self.upstream_requests,
             "upstreamErrors": self.upstream_errors,
-            "upstreamCancelled": self.upstream_cancelled,
             "speculativeRequests": self.speculative_requests,
             "rejectedStale": self.rejected_stale,
             "accepted": self.accepted,
