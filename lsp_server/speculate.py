@@ -30,6 +30,7 @@ from lsprotocol import types
 
 from lsp_server.documents import Document
 from lsp_server.pipeline import CompletionPipeline
+from lsp_server.positions import character_column, encode_text
 from lsp_server.settings import SpeculativeSettings
 from lsp_server.syntax import SyntaxContext
 
@@ -135,7 +136,8 @@ class SpeculativePrefetcher:
             ]
         )
         target = types.Position(
-            line=ctx.line + inserted.count("\n"), character=len(indent.encode("utf-16-le")) // 2
+            line=ctx.line + inserted.count("\n"),
+            character=character_column(encode_text(indent), doc.encoding),
         )
         next_ctx = context_at(fork, target)
         if not pipeline.prefetch(doc.uri, next_ctx, predicted=predicted):

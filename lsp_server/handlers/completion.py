@@ -7,6 +7,7 @@ import re
 from lsprotocol import types
 
 from lsp_server.handlers.inline import ACCEPT_COMMAND
+from lsp_server.positions import character_column, encode_text
 from lsp_server.server import ScopecacheServer
 
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_]*$")
@@ -36,7 +37,8 @@ def register(server: ScopecacheServer) -> None:
         # replace that word so the item is not filtered away.
         word = _WORD_TAIL.search(ctx.line_prefix)
         typed = word.group(0) if word else ""
-        start = types.Position(line=ctx.line, character=ctx.character - _utf16_len(typed, ls))
+        width = character_column(encode_text(typed), ls.documents.position_encoding)
+        start = types.Position(line=ctx.line, character=ctx.character - width)
         end = types.Position(line=ctx.line, character=ctx.character)
         first_line = suggestion.text.split("\n", 1)[0].strip() or suggestion.text.strip()
         item = types.CompletionItem(
@@ -56,12 +58,3 @@ def register(server: ScopecacheServer) -> None:
             sort_text="0",
         )
         return types.CompletionList(is_incomplete=True, items=[item])
-
-
-def _utf16_len(text: str, ls: ScopecacheServer) -> int:
-    encoding = ls.documents.position_encoding
-    if encoding == types.PositionEncodingKind.Utf8:
-        return len(text.encode("utf-8"))
-    if encoding == types.PositionEncodingKind.Utf32:
-        return len(text)
-    return len(text.encode("utf-16-le")) // 2
