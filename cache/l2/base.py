@@ -74,6 +74,15 @@ def key_from_json(raw: str | bytes) -> ScopeKey:
         raise ValueError(f"malformed key: {exc}") from exc
 
 
+def parse_entry(raw: str | bytes) -> CachedCompletion | None:
+    """A stored entry, or ``None`` (logged) when it is malformed: a bad row is a miss."""
+    try:
+        return CachedCompletion.from_json(raw)
+    except ValueError as exc:
+        logger.debug("skipping malformed L2 entry: %s", exc)
+        return None
+
+
 class L2Store(ABC):
     """A shared cache tier; callers never see exceptions from its methods."""
 

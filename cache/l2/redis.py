@@ -45,7 +45,7 @@ from typing import Any
 from cache.entry import CachedCompletion
 from cache.keys import ScopeKey
 from cache.l2 import redis_events
-from cache.l2.base import Clock, L2Store, key_to_json
+from cache.l2.base import Clock, L2Store, key_to_json, parse_entry
 from cache.l2.errors import L2EntryRejected, L2MissingExtra, L2Unavailable
 
 logger = logging.getLogger(__name__)
@@ -168,13 +168,8 @@ class RedisStore(L2Store):
     async def _get(self, key: ScopeKey) -> CachedCompletion | None:
         name = self.entry_key(key)
         raw = await self._do(self._client.get(name))
-        if raw is None:
-            return None
-        try:
-            entry = CachedCompletion.from_json(raw)
-        except ValueError:
-            return None
-        if entry.key != key:
+        entry = parse_entry(raw) if raw is not None else None
+        if entry is None or entry.key != key:
             return None
         # Counting the hit must not delay serving it.
         self._spawn(lambda: self._client.zincrby(self.hot_key, 1, name))
@@ -212,14 +207,8 @@ class RedisStore(L2Store):
         gone = [n for n, v in zip(names, values, strict=True) if v is None]
         if gone:  # expired entries leave their counter behind
             self._spawn(lambda: self._client.zrem(self.hot_key, *gone))
-        found: list[CachedCompletion] = []
-        for value in values:
-            if value is not None and len(found) < limit:
-                try:
-                    found.append(CachedCompletion.from_json(value))
-                except ValueError:
-                    continue
-        return found
+        found = [e for e in (parse_entry(v) for v in values if v is not None) if e is not None]
+        return found[:limit]
 
     def _size(self) -> int:
         return self._size_known

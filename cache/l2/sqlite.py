@@ -34,7 +34,7 @@ from typing import TypeVar
 
 from cache.entry import CachedCompletion
 from cache.keys import ScopeKey
-from cache.l2.base import Clock, L2Change, L2Store, key_to_json
+from cache.l2.base import Clock, L2Change, L2Store, key_to_json, parse_entry
 from cache.l2.errors import L2Corrupt
 from cache.l2.sqlite_changes import read_changes
 from cache.l2.sqlite_file import (
@@ -168,7 +168,7 @@ class SqliteStore(L2Store):
             return str(row[0])
 
         raw = await self._run(read)
-        entry = self._parse(raw) if raw is not None else None
+        entry = parse_entry(raw) if raw is not None else None
         return entry if entry is not None and entry.key == key else None
 
     async def _put(self, entry: CachedCompletion) -> None:
@@ -266,7 +266,7 @@ class SqliteStore(L2Store):
             ).fetchall()
 
         rows = await self._run(read)
-        return [e for e in (self._parse(r[0]) for r in rows) if e is not None]
+        return [e for e in (parse_entry(r[0]) for r in rows) if e is not None]
 
     def _size(self) -> int:
         return self._size_known
@@ -297,11 +297,3 @@ class SqliteStore(L2Store):
         while True:
             await asyncio.sleep(self.poll_interval)
             await self.poll_changes()
-
-    @staticmethod
-    def _parse(raw: str) -> CachedCompletion | None:
-        try:
-            return CachedCompletion.from_json(raw)
-        except ValueError as exc:
-            logger.debug("skipping malformed L2 entry: %s", exc)
-            return None
