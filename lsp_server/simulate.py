@@ -385,7 +385,8 @@ def simulate(
     return results
 
 
-def _names(raw: str, known: Sequence[str], what: str) -> list[str]:
+def names(raw: str, known: Sequence[str], what: str) -> list[str]:
+    """The comma-separated names in ``raw`` (``all``: every known one); ValueError if unknown."""
     names = [n.strip() for n in raw.split(",") if n.strip()]
     if names == ["all"]:
         return list(known)
@@ -410,8 +411,8 @@ def run(args: argparse.Namespace) -> int:
 
         return run_timed(args)
     try:
-        strategies = _names(args.strategies, STRATEGY_NAMES, "strategy")
-        policies = _names(args.policies, (*DEFAULT_POLICIES, "none"), "policy")
+        strategies = names(args.strategies, STRATEGY_NAMES, "strategy")
+        policies = names(args.policies, (*DEFAULT_POLICIES, "none"), "policy")
         capacities = [int(c) for c in args.capacities.split(",") if c.strip()]
         if not capacities or min(capacities) < 1:
             raise ValueError("--capacities needs positive integers")

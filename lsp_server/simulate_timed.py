@@ -213,28 +213,19 @@ def simulate_timed(
     return results
 
 
-def _designs(raw: str) -> list[str]:
-    names = [n.strip() for n in raw.split(",") if n.strip()]
-    if names == ["all"]:
-        return list(CLIENT_MODELS)
-    unknown = [n for n in names if n not in CLIENT_MODELS]
-    if unknown or not names:
-        known = ", ".join(CLIENT_MODELS)
-        raise ValueError(f"unknown design {', '.join(unknown) or '(none)'}; known: {known}")
-    return names
-
-
 def run_timed(args: argparse.Namespace) -> int:
     """``scopecache simulate --timed``: table, ``--json`` and ``--plot``."""
     from rich.console import Console
     from rich.progress import Progress
 
     from lsp_server import simulate_report as report
+    from lsp_server.simulate import names
     from lsp_server.trace import TraceError
 
     err = Console(stderr=True)
     try:
-        designs = _designs(getattr(args, "designs", None) or ",".join(DESIGN_NAMES))
+        raw = getattr(args, "designs", None) or ",".join(DESIGN_NAMES)
+        designs = names(raw, tuple(CLIENT_MODELS), "design")
     except ValueError as exc:
         err.print(f"scopecache simulate: {exc}")
         return 2

@@ -142,3 +142,17 @@ def test_json_has_a_timed_object_per_design(
         assert set(figures["upstream"]) == {"started", "completed", "cancelled", "speculative"}
         assert set(figures["latencyMs"]) == {"p50", "p95"}
         assert 0.0 <= figures["instant"] <= figures["answeredBeforeNextKeystroke"] <= 1.0
+
+
+def test_unknown_design_is_a_usage_error_naming_the_known_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.jsonl"
+    write_trace(path, synthesize({URI: "x = 1\n"}, seed=1))
+    args = argparse.Namespace(
+        trace=str(path), timed=True, ttft_ms=300.0, token_ms=20.0, designs="ours,magic", json=True
+    )
+    assert simulate.run(args) == 2
+    err = capsys.readouterr().err
+    assert "unknown design magic" in err
+    assert "copilot" in err
