@@ -85,13 +85,12 @@ class CompletionStore:
             logger.debug("rejected exact entry for %r: context differs", key)
         while (found := self._index.lookup(anchor, line_prefix)) is not None:
             served, rest = found
-            # a use of the answer (tells the policy), and proof it is still held
-            if self._read(served.key) is self._registered.get(served.key, [None])[0]:
+            if self._still_held(served.key):
                 self.typed_hits += 1
                 return Hit(served, rest, "typed")
             self._unregister(served.key)  # expired or replaced behind our back
         done = self._index.completed(anchor, line_prefix)
-        if done is not None and self._read(done.key) is self._registered.get(done.key, [None])[0]:
+        if done is not None and self._still_held(done.key):
             # Typed to the end of a one-line answer: the model predicted nothing more.
             self.completed_hits += 1
             return Hit(done, "", "typed")
@@ -183,6 +182,11 @@ class CompletionStore:
         # reports it (and the store unregisters it) when it drops it
         entry: CachedCompletion | None = self._policy.get(key)
         return entry
+
+    def _still_held(self, key: ScopeKey) -> bool:
+        """A use of the registered answer (tells the policy) and proof it is still held."""
+        group = self._registered.get(key)
+        return group is not None and self._read(key) is group[0]
 
     def _store(self, entry: CachedCompletion) -> bool:
         key = entry.key
