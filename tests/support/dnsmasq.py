@@ -27,6 +27,8 @@ import dns.exception
 import dns.message
 import dns.query
 
+from tests.support.process import end_process
+
 DNSMASQ = shutil.which("dnsmasq") or "/usr/sbin/dnsmasq"
 STARTUP_TIMEOUT = 10.0
 
@@ -121,13 +123,7 @@ class Dnsmasq:
 
     def _kill(self) -> None:
         proc, self.process = self.process, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+        end_process(proc)
         if proc is not None and proc.stderr is not None:
             proc.stderr.close()
 

@@ -16,6 +16,8 @@ import tempfile
 import time
 from types import TracebackType
 
+from tests.support.process import end_process
+
 REDIS_BINARY = "/usr/bin/redis-server"
 
 
@@ -74,22 +76,13 @@ class RedisServer:
 
     def kill(self) -> None:
         """SIGKILL the server (a crash) and wait for it to be gone."""
-        self._signal(signal.SIGKILL)
+        proc, self.proc = self.proc, None
+        end_process(proc, signal.SIGKILL)
 
     def stop(self) -> None:
         """Terminate the server (SIGTERM, then SIGKILL if it lingers)."""
-        self._signal(signal.SIGTERM)
-
-    def _signal(self, sig: signal.Signals) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        os.kill(proc.pid, sig)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
+        end_process(proc)
 
     def __enter__(self) -> RedisServer:
         self.start()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import ssl
 import subprocess
 import tempfile
@@ -31,6 +30,7 @@ from typing import Any
 import httpx
 
 from lsp_server.upstream_process import read_port_file, reference_command
+from tests.support.process import end_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CORPUS = REPO_ROOT / "tests" / "data" / "corpus"
@@ -195,13 +195,7 @@ class ReferenceService:
             self._control.close()
             self._control = None
         proc, self.process = self.process, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+        end_process(proc)
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
