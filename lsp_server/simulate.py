@@ -45,7 +45,7 @@ from lsp_server.strategies import (
     ScopeDesign,
     SimRequest,
 )
-from lsp_server.syntax import SyntaxContext, syntax_context
+from lsp_server.syntax import SyntaxContext, completion_context
 from lsp_server.trace import ChangeEvent, CompleteEvent, OpenEvent, TraceError, iter_trace
 from transport.reference.engine import CorpusEngine
 
@@ -91,16 +91,7 @@ class ReferenceAnswers:
 
     def context(self, doc: Document, position: lsp.Position) -> SyntaxContext:
         """The syntax context the server derives at ``position``."""
-        c = self.completion
-        return syntax_context(
-            doc,
-            position,
-            prefix_chars=c.prefix_chars,
-            prefix_lines=c.prefix_lines,
-            suffix_chars=c.suffix_chars,
-            suffix_lines=c.suffix_lines,
-            scope_chars=c.scope_chars,
-        )
+        return completion_context(doc, position, self.completion)
 
     def answer(self, ctx: SyntaxContext) -> str:
         """The engine's raw answer for the prompt built from ``ctx``."""
