@@ -34,10 +34,7 @@ class UserNotifier:
             return
         self._active[topic] = message
         logger.warning("%s: %s", topic, message)
-        try:
-            self._show(types.ShowMessageParams(type=kind, message=f"scopecache: {message}"))
-        except Exception:  # the client may be gone; never let telling it fail a request
-            logger.debug("could not send window/showMessage", exc_info=True)
+        self._send(kind, message)
 
     def resolved(self, topic: str, message: str | None = None) -> None:
         """The topic's problem is over; optionally tell the user it recovered."""
@@ -45,14 +42,13 @@ class UserNotifier:
             return
         logger.info("%s recovered", topic)
         if message:
-            try:
-                self._show(
-                    types.ShowMessageParams(
-                        type=types.MessageType.Info, message=f"scopecache: {message}"
-                    )
-                )
-            except Exception:
-                logger.debug("could not send window/showMessage", exc_info=True)
+            self._send(types.MessageType.Info, message)
+
+    def _send(self, kind: types.MessageType, message: str) -> None:
+        try:
+            self._show(types.ShowMessageParams(type=kind, message=f"scopecache: {message}"))
+        except Exception:  # the client may be gone; never let telling it fail a request
+            logger.debug("could not send window/showMessage", exc_info=True)
 
     def active(self) -> dict[str, str]:
         """Topics with an unresolved problem and their message."""
