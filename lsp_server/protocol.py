@@ -1,6 +1,6 @@
 """The JSON-RPC protocol as scopecache needs it, on top of pygls's.
 
-Two departures from pygls's defaults, both deliberate:
+Departures from pygls's defaults, all deliberate:
 
 * document sync goes only to our own incremental ``DocumentStore``; pygls's
   workspace would keep a second copy of every buffer and re-split its lines
