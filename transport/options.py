@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 from urllib.parse import urlsplit
 
 from transport.errors import ConfigurationError
@@ -20,9 +20,9 @@ Provider = Literal["openai", "llamacpp", "ollama"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 
-PROVIDERS: tuple[str, ...] = ("openai", "llamacpp", "ollama")
-FIM_TEMPLATES: tuple[str, ...] = ("", "starcoder", "qwen", "deepseek", "codellama")
-AUTH_KINDS: tuple[str, ...] = ("static", "oauth2-client-credentials", "command")
+PROVIDERS: tuple[str, ...] = get_args(Provider)
+FIM_TEMPLATES: tuple[str, ...] = get_args(FimTemplate)
+AUTH_KINDS: tuple[str, ...] = get_args(AuthKind)
 
 DEFAULT_PROVIDER: Provider = "openai"
 DEFAULT_API_KEY_ENV = "SCOPECACHE_API_KEY"

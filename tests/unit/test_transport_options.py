@@ -9,8 +9,10 @@ from transport.errors import ConfigurationError
 from transport.options import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_KEEPALIVE,
+    FIM_TEMPLATES,
     EndpointOptions,
 )
+from transport.prompt import FIM_TEMPLATES as PROMPT_TEMPLATES
 
 
 def test_defaults_match_the_documented_pool_limits() -> None:
@@ -58,3 +60,10 @@ def test_every_transport_setting_has_an_option_of_the_same_name() -> None:
         assert name in names
     for name in ("token_url", "client_id", "client_secret_env", "scope", "command", "refresh_at"):
         assert name in names
+
+
+def test_every_fim_template_name_has_a_template() -> None:
+    # the setting's choices and the prompt's token table must not drift apart
+    assert set(FIM_TEMPLATES) == {"", *PROMPT_TEMPLATES}
+    for name in FIM_TEMPLATES:
+        EndpointOptions(endpoint="https://host/v1", fim_template=name).validate()  # type: ignore[arg-type]
