@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from bisect import bisect_left
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -59,12 +60,7 @@ class Histogram:
 
     def observe(self, value: float) -> None:
         """Record one observation (seconds)."""
-        index = len(self.bounds)
-        for i, bound in enumerate(self.bounds):
-            if value <= bound:
-                index = i
-                break
-        self._counts[index] += 1
+        self._counts[bisect_left(self.bounds, value)] += 1  # first bucket with value <= bound
         self.sum += value
         self.count += 1
         self._recent.append(value)
