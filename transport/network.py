@@ -91,8 +91,6 @@ class PinnedResolverBackend(httpcore.AsyncNetworkBackend):
         self._backend = backend if backend is not None else httpcore.AnyIOBackend()
         #: TCP connections successfully opened
         self.connections_opened = 0
-        #: connect attempts that failed on one address
-        self.connect_failures = 0
 
     async def connect_tcp(
         self,
@@ -118,7 +116,6 @@ class PinnedResolverBackend(httpcore.AsyncNetworkBackend):
                     socket_options=socket_options,
                 )
             except (httpcore.ConnectError, httpcore.ConnectTimeout, OSError) as exc:
-                self.connect_failures += 1
                 logger.debug("connect to %s:%d failed: %s", address, port, exc)
                 last = exc
                 continue

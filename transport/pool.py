@@ -226,8 +226,6 @@ class ConnectionWarmer:
         self._last_traffic = clock()
         self._last_use = float("-inf")
         self._task: asyncio.Task[None] | None = None
-        #: probe requests sent (pre-connect and keep-warm)
-        self.probes = 0
 
     def touch(self) -> None:
         """Record a real request (traffic that keeps the connection warm by itself)."""
@@ -235,7 +233,6 @@ class ConnectionWarmer:
 
     async def preconnect(self) -> bool:
         """Open the connection now with one cheap GET; any HTTP status will do."""
-        self.probes += 1
         try:
             response = await self._client.get(self._probe_url)
             await response.aclose()
