@@ -194,7 +194,7 @@ class HttpCompletionBackend(CompletionBackend):
         """Seconds to wait before the one retry this failure earns, or None."""
         if attempt > 0 or produced:
             return None
-        if isinstance(exc, errors.ConnectError) and not isinstance(exc, errors.TLSError):
+        if isinstance(exc, errors.ConnectError):  # not TLSError, a sibling: it would fail again
             return self._backoff.delay(attempt)
         if isinstance(exc, errors.RateLimited) and exc.retry_after is not None:
             if exc.retry_after <= self.options.max_retry_wait:
