@@ -29,10 +29,6 @@ pytestmark = pytest.mark.e2e
 ANSWER_GUARD = 60.0
 
 
-def completion_attempts(svc: ReferenceService) -> int:
-    return int(svc.stats()["requests"].get("/v1/completions", 0))
-
-
 def rss_kb(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -77,7 +73,7 @@ async def test_faulty_answer_is_empty_uncached_and_the_server_keeps_serving(
         before = rss_kb(server.pid)
         answer = await asyncio.wait_for(server.inline_text(URI, 1, 14), ANSWER_GUARD)
         assert answer is None
-        assert completion_attempts(upstream) == 1
+        assert upstream.completion_requests() == 1
         stats = await server.stats()
         assert stats["cache"]["size"] == 0
         assert stats["upstreamErrors"] == 1
@@ -86,10 +82,10 @@ async def test_faulty_answer_is_empty_uncached_and_the_server_keeps_serving(
         # The fault was for one request: the same position goes upstream again
         # (nothing was stored in L1 or L2) and is served this time.
         assert await server.inline_text(URI, 1, 14) == EXPECTED
-        assert completion_attempts(upstream) == 2
+        assert upstream.completion_requests() == 2
         # ... and is now cached.
         assert await server.inline_text(URI, 1, 14) == EXPECTED
-        assert completion_attempts(upstream) == 2
+        assert upstream.completion_requests() == 2
         assert (await server.stats())["served"]["exact"] == 1
 
     report = os.environ.get("SCOPECACHE_ROBUSTNESS_REPORT")

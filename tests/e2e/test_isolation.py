@@ -21,10 +21,6 @@ from tests.support.reference import ReferenceService
 pytestmark = pytest.mark.e2e
 
 
-def completion_attempts(svc: ReferenceService) -> int:
-    return int(svc.stats()["requests"].get("/v1/completions", 0))
-
-
 def options(
     svc: ReferenceService,
     sqlite_path: Path,
@@ -62,19 +58,19 @@ async def test_shared_sqlite_serves_an_answer_only_under_its_own_model(
 
     answer, stats = await ask(options(upstream, shared, "model-a"))
     assert answer == EXPECTED and stats["served"]["upstream"] == 1
-    assert completion_attempts(upstream) == 1
+    assert upstream.completion_requests() == 1
 
     # Another process, same file, model B: not served from A's entry.
     answer, stats = await ask(options(upstream, shared, "model-b"))
     assert answer == EXPECTED
     assert stats["served"]["upstream"] == 1 and from_cache(stats) == 0
-    assert completion_attempts(upstream) == 2
+    assert upstream.completion_requests() == 2
 
     # Under model A again (a fresh process): served from the shared file.
     answer, stats = await ask(options(upstream, shared, "model-a"))
     assert answer == EXPECTED
     assert from_cache(stats) == 1 and stats["served"]["upstream"] == 0
-    assert completion_attempts(upstream) == 2
+    assert upstream.completion_requests() == 2
 
 
 async def test_shared_sqlite_keeps_tenants_and_endpoints_apart(
@@ -82,11 +78,11 @@ async def test_shared_sqlite_keeps_tenants_and_endpoints_apart(
 ) -> None:
     shared = tmp_path / "shared-l2.sqlite"
     await ask(options(upstream, shared, "model-a", namespace="team-red"))
-    assert completion_attempts(upstream) == 1
+    assert upstream.completion_requests() == 1
 
     _, stats = await ask(options(upstream, shared, "model-a", namespace="team-blue"))
     assert from_cache(stats) == 0
-    assert completion_attempts(upstream) == 2
+    assert upstream.completion_requests() == 2
 
     # The same service under another spelling of its endpoint is another namespace.
     other_endpoint = upstream.url.replace("/v1", "/v1/")
@@ -106,12 +102,12 @@ async def test_switching_model_in_one_process_never_serves_the_old_models_answer
     async with ServerProcess(opts) as server:
         server.open(URI, TEXT)
         assert await server.inline_text(URI, 1, 14) == EXPECTED
-        assert completion_attempts(upstream) == 1
+        assert upstream.completion_requests() == 1
 
         server.configure({"model": "model-b"})
         assert await server.inline_text(URI, 1, 14) == EXPECTED
-        assert completion_attempts(upstream) == 2, "model B was served model A's answer"
+        assert upstream.completion_requests() == 2, "model B was served model A's answer"
 
         server.configure({"model": "model-a"})
         assert await server.inline_text(URI, 1, 14) == EXPECTED
-        assert completion_attempts(upstream) == 2  # A's answer is still A's (L2)
+        assert upstream.completion_requests() == 2  # A's answer is still A's (L2)

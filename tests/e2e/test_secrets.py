@@ -39,10 +39,6 @@ EXCLUDED = [
 ]
 
 
-def completion_attempts(svc: ReferenceService) -> int:
-    return int(svc.stats()["requests"].get("/v1/completions", 0))
-
-
 def options(svc: ReferenceService, workdir: Path, **extra: Any) -> dict[str, Any]:
     return {
         "endpoint": svc.url,
@@ -72,13 +68,13 @@ async def test_excluded_files_are_never_sent_cached_or_recorded(
             server.insert(uri, 2, 12, "x")
             assert await server.inline_text(uri, 2, 13) is None
             assert not (await server.complete(uri, 1, 14)).items
-        assert completion_attempts(upstream) == 0
+        assert upstream.completion_requests() == 0
         stats = await server.stats()
         assert stats["cache"]["size"] == 0 and stats["upstreamRequests"] == 0
         # The same text in an ordinary file does go upstream: the set-up works.
         server.open(APP, APP_TEXT)
         assert await server.inline_text(APP, 1, 14) == EXPECTED
-        assert completion_attempts(upstream) == 1
+        assert upstream.completion_requests() == 1
         for uri in EXCLUDED:
             server.close(uri)
     assert trace.exists(), "serve --record-trace wrote no trace"
@@ -94,14 +90,14 @@ async def test_exclude_globs_are_configurable(upstream: ReferenceService, tmp_pa
         vendored = "file:///work/project/vendor/greet.py"
         server.open(vendored, APP_TEXT)
         assert await server.inline_text(vendored, 1, 14) is None
-        assert completion_attempts(upstream) == 0
+        assert upstream.completion_requests() == 0
         server.configure({"exclude": ["*.py"]})
         server.open(APP, APP_TEXT)
         assert await server.inline_text(APP, 1, 14) is None
-        assert completion_attempts(upstream) == 0
+        assert upstream.completion_requests() == 0
         server.configure({"exclude": []})
         assert await server.inline_text(vendored, 1, 14) == EXPECTED
-        assert completion_attempts(upstream) == 1
+        assert upstream.completion_requests() == 1
 
 
 async def test_api_key_reaches_the_service_and_nothing_written_contains_it(
@@ -126,7 +122,7 @@ async def test_api_key_reaches_the_service_and_nothing_written_contains_it(
             server.open(APP, APP_TEXT)
             # Served: the service accepted the marker as the bearer token.
             assert await server.inline_text(APP, 1, 14) == EXPECTED
-            assert completion_attempts(svc) == 1
+            assert svc.completion_requests() == 1
             # Errors: a rejected request and a server error, both logged.
             for number, status in enumerate((401, 500)):
                 svc.set_fault("status", 1, status=status)
@@ -140,7 +136,7 @@ async def test_api_key_reaches_the_service_and_nothing_written_contains_it(
             await server.inline_text(APP, 1, 15)
             stats = await server.stats()
             assert stats["upstreamErrors"] == 2
-        assert completion_attempts(svc) == 4
+        assert svc.completion_requests() == 4
     # The service checks the key itself: a wrong key is refused.
     with ReferenceService(tls=True, corpus=[corpus], env=env, require_key_env=KEY_ENV) as svc:
         wrong = {**os.environ, KEY_ENV: "not-the-key"}
@@ -163,7 +159,7 @@ async def test_tls_verification_is_on_by_default_and_off_only_when_asked(
         server.open(APP, APP_TEXT)
         assert await server.inline_text(APP, 1, 14) is None
         assert (await server.stats())["upstreamErrors"] >= 1
-    assert completion_attempts(upstream) == 0
+    assert upstream.completion_requests() == 0
     assert "verification is OFF" not in (tmp_path / "verify.log").read_text()
 
     insecure = {**untrusted, "transport": {"verifyTls": False, "keepWarmSeconds": 0}}

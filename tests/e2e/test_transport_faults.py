@@ -22,7 +22,6 @@ from transport.options import EndpointOptions
 pytestmark = pytest.mark.e2e
 
 REQUEST = CompletionRequest(prefix="def ", suffix="")
-COMPLETIONS = "/v1/completions"
 
 
 class FakeClock:
@@ -61,10 +60,6 @@ async def complete(backend: HttpCompletionBackend) -> str:
     return "".join([chunk async for chunk in backend.stream(REQUEST)])
 
 
-def attempts(svc: ReferenceService) -> int:
-    return int(svc.stats()["requests"].get(COMPLETIONS, 0))
-
-
 @pytest.mark.parametrize(
     ("mode", "params", "error", "expected_attempts"),
     [
@@ -91,7 +86,7 @@ async def test_fault_is_an_error_of_our_tree_then_service_recovers(
     svc.set_fault(mode, -1, **params)
     with pytest.raises(error):
         await complete(backend)
-    assert attempts(svc) == expected_attempts
+    assert svc.completion_requests() == expected_attempts
     svc.clear_faults()
     assert await complete(backend)  # recovery as soon as the fault clears
     counters = backend.counters()
@@ -104,7 +99,7 @@ async def test_one_reset_before_headers_is_retried_transparently(
     svc = shared_reference_service
     svc.set_fault("reset", 1)
     assert await complete(backend)
-    assert attempts(svc) == 2
+    assert svc.completion_requests() == 2
     counters = backend.counters()
     assert counters.retries == 1 and counters.errors == 0
     assert counters.connections_opened == 2  # the retry went out on a fresh connection
@@ -116,7 +111,7 @@ async def test_short_retry_after_is_waited_out_once(
     svc = shared_reference_service
     svc.set_fault("status", 1, status=429, retryAfter=0)
     assert await complete(backend)
-    assert attempts(svc) == 2 and backend.counters().retries == 1
+    assert svc.completion_requests() == 2 and backend.counters().retries == 1
 
 
 async def test_long_retry_after_surfaces_and_later_requests_fail_fast(
@@ -134,7 +129,7 @@ async def test_long_retry_after_surfaces_and_later_requests_fail_fast(
         for _ in range(5):
             with pytest.raises(errors.CircuitOpenError):
                 await complete(backend)
-        assert attempts(svc) == 1  # the keystrokes after it never reached the service
+        assert svc.completion_requests() == 1  # the keystrokes after it never reached the service
         clock.now += 30
         assert await complete(backend)
         assert backend.counters().circuit == "closed"
@@ -156,7 +151,7 @@ async def test_dead_service_opens_the_breaker_and_a_probe_closes_it(
         for _ in range(10):
             with pytest.raises((errors.UpstreamStatusError, errors.CircuitOpenError)):
                 await complete(backend)
-        assert attempts(svc) == 3
+        assert svc.completion_requests() == 3
         assert backend.counters().circuit == "open"
         svc.clear_faults()
         clock.now += 100

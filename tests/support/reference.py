@@ -229,6 +229,10 @@ class ReferenceService:
         result: dict[str, Any] = self._call("GET", "/__stats")
         return result
 
+    def completion_requests(self, endpoint: str = "/v1/completions") -> int:
+        """Requests that reached ``endpoint`` since the last reset (refused ones included)."""
+        return int(self.stats()["requests"].get(endpoint, 0))
+
     def reset_stats(self) -> None:
         """``POST /__stats/reset``."""
         self._call("POST", "/__stats/reset")
