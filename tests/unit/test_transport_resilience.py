@@ -2,9 +2,13 @@ from __future__ import annotations
 
 import logging
 
+import httpx
 import pytest
 
 from transport import errors
+from transport.backend import CompletionRequest
+from transport.http import HttpCompletionBackend
+from transport.options import EndpointOptions
 from transport.resilience import (
     Backoff,
     CircuitBreaker,
@@ -140,3 +144,33 @@ def test_secrets_are_masked_in_log_records(caplog: pytest.LogCaptureFixture) -> 
         caplog.handler.removeFilter(redactor)
     assert "sk-secret-123" not in caplog.text
     assert "Bearer ***" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("failure", "attempts"),
+    [(errors.ConnectError("refused"), 2), (errors.TLSError("certificate verify failed"), 1)],
+)
+async def test_a_refused_connection_is_retried_once_a_tls_failure_is_not(
+    failure: errors.TransportError, attempts: int
+) -> None:
+    calls: list[httpx.Request] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        raise failure
+
+    async def no_wait(seconds: float) -> None:
+        return None
+
+    backend = HttpCompletionBackend(
+        EndpointOptions(endpoint="http://127.0.0.1:9/v1"),
+        transport=httpx.MockTransport(refuse),
+        sleep=no_wait,
+    )
+    try:
+        with pytest.raises(type(failure)):
+            async for _ in backend.stream(CompletionRequest(prefix="def f(", suffix="")):
+                pass
+    finally:
+        await backend.aclose()
+    assert len(calls) == attempts
