@@ -52,6 +52,8 @@ logger = logging.getLogger(__name__)
 
 #: members kept in the hit-count set used by ``hottest``
 HOT_SET_MAX = 10_000
+#: an entry's lifetime in Redis when none is configured: a week
+DEFAULT_TTL_SECONDS = 7 * 24 * 3600
 
 
 class RedisStore(L2Store):
@@ -65,7 +67,7 @@ class RedisStore(L2Store):
         namespace: str,
         *,
         secret: bytes | None = None,
-        ttl_seconds: float = 7 * 24 * 3600,
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
         max_value_bytes: int = 64 * 1024,
         stream_maxlen: int = 10_000,
         consumer_group: str | None = None,

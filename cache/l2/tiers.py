@@ -47,7 +47,7 @@ def open_l2(
             sqlite_path or None, namespace, max_entries=max_entries, ttl_seconds=ttl_seconds
         )
     if kind == "redis":
-        from cache.l2.redis import RedisStore
+        from cache.l2.redis import DEFAULT_TTL_SECONDS, RedisStore
 
         secret = os.environ.get(secret_env, "").encode() or None
         if secret is None:
@@ -57,7 +57,7 @@ def open_l2(
             )
         return RedisStore(
             redis_url, namespace, secret=secret,
-            ttl_seconds=ttl_seconds or 7 * 24 * 3600,
+            ttl_seconds=ttl_seconds or DEFAULT_TTL_SECONDS,
         )
     raise ValueError(f"unknown L2 kind {kind!r}")
 
