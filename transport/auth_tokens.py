@@ -47,11 +47,11 @@ from dataclasses import dataclass, field
 from transport.auth import AuthProvider, bearer_token
 from transport.auth_source import TokenSource
 from transport.errors import AuthError
+from transport.options import DEFAULT_REFRESH_AT
 from transport.resilience import Backoff
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_REFRESH_AT = 0.8
 #: up to this fraction of the lifetime is taken off the refresh point at random
 DEFAULT_JITTER = 0.1
 #: refresh point for tokens issued without a stated lifetime
