@@ -13,15 +13,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.backend import complete, started_backend
 from tests.support.reference import ReferenceService
 from transport import errors
-from transport.backend import CompletionRequest
 from transport.http import HttpCompletionBackend
 from transport.options import EndpointOptions
 
 pytestmark = pytest.mark.e2e
-
-REQUEST = CompletionRequest(prefix="def ", suffix="")
 
 
 class FakeClock:
@@ -48,16 +46,8 @@ def options_for(svc: ReferenceService, **changes: Any) -> EndpointOptions:
 async def backend(
     shared_reference_service: ReferenceService,
 ) -> AsyncIterator[HttpCompletionBackend]:
-    backend = HttpCompletionBackend(options_for(shared_reference_service))
-    await backend.start()
-    try:
+    async with started_backend(options_for(shared_reference_service)) as backend:
         yield backend
-    finally:
-        await backend.aclose()
-
-
-async def complete(backend: HttpCompletionBackend) -> str:
-    return "".join([chunk async for chunk in backend.stream(REQUEST)])
 
 
 @pytest.mark.parametrize(
@@ -119,9 +109,7 @@ async def test_long_retry_after_surfaces_and_later_requests_fail_fast(
 ) -> None:
     svc = shared_reference_service
     clock = FakeClock()
-    backend = HttpCompletionBackend(options_for(svc), clock=clock)
-    try:
-        await backend.start()
+    async with started_backend(options_for(svc), clock=clock) as backend:
         svc.set_fault("status", 1, status=429, retryAfter=30)
         with pytest.raises(errors.RateLimited) as limited:
             await complete(backend)
@@ -133,8 +121,6 @@ async def test_long_retry_after_surfaces_and_later_requests_fail_fast(
         clock.now += 30
         assert await complete(backend)
         assert backend.counters().circuit == "closed"
-    finally:
-        await backend.aclose()
 
 
 async def test_dead_service_opens_the_breaker_and_a_probe_closes_it(
@@ -142,11 +128,8 @@ async def test_dead_service_opens_the_breaker_and_a_probe_closes_it(
 ) -> None:
     svc = shared_reference_service
     clock = FakeClock()
-    backend = HttpCompletionBackend(
-        options_for(svc, breaker_threshold=3, breaker_cooldown=5.0), clock=clock
-    )
-    try:
-        await backend.start()
+    options = options_for(svc, breaker_threshold=3, breaker_cooldown=5.0)
+    async with started_backend(options, clock=clock) as backend:
         svc.set_fault("status", -1, status=503)
         for _ in range(10):
             with pytest.raises((errors.UpstreamStatusError, errors.CircuitOpenError)):
@@ -157,22 +140,15 @@ async def test_dead_service_opens_the_breaker_and_a_probe_closes_it(
         clock.now += 100
         assert await complete(backend)
         assert backend.counters().circuit == "closed"
-    finally:
-        await backend.aclose()
 
 
 async def test_connection_refused_is_a_connect_error_after_one_retry() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # closed again before the test connects
-    backend = HttpCompletionBackend(
-        EndpointOptions(endpoint=f"http://127.0.0.1:{port}/v1", keep_warm_seconds=0)
-    )
-    try:
-        await backend.start()  # logs the failed pre-connect, does not raise
+    options = EndpointOptions(endpoint=f"http://127.0.0.1:{port}/v1", keep_warm_seconds=0)
+    async with started_backend(options) as backend:
         with pytest.raises(errors.ConnectError):
             await complete(backend)
         assert backend.counters().retries == 1
         assert backend.counters().connections_opened == 0
-    finally:
-        await backend.aclose()

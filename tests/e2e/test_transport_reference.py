@@ -8,15 +8,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.support.backend import REQUEST, complete, started_backend
 from tests.support.reference import ReferenceService
-from transport.backend import CompletionRequest
 from transport.errors import TLSError
 from transport.http import HttpCompletionBackend
 from transport.options import EndpointOptions
 
 pytestmark = pytest.mark.e2e
-
-REQUEST = CompletionRequest(prefix="def ", suffix="")
 
 
 def options_for(svc: ReferenceService, **changes: object) -> EndpointOptions:
@@ -28,16 +26,8 @@ def options_for(svc: ReferenceService, **changes: object) -> EndpointOptions:
 async def backend(
     shared_reference_service: ReferenceService,
 ) -> AsyncIterator[HttpCompletionBackend]:
-    backend = HttpCompletionBackend(options_for(shared_reference_service))
-    await backend.start()
-    try:
+    async with started_backend(options_for(shared_reference_service)) as backend:
         yield backend
-    finally:
-        await backend.aclose()
-
-
-async def complete(backend: HttpCompletionBackend, request: CompletionRequest = REQUEST) -> str:
-    return "".join([chunk async for chunk in backend.stream(request)])
 
 
 async def eventually(check: object, timeout: float = 5.0) -> None:
@@ -121,39 +111,27 @@ async def test_finished_streams_are_not_counted_as_cancelled(
 async def test_untrusted_certificate_fails_clearly(
     shared_reference_service: ReferenceService,
 ) -> None:
-    backend = HttpCompletionBackend(options_for(shared_reference_service, ca_file=None))
-    try:
-        await backend.start()  # logs, does not raise
+    async with started_backend(options_for(shared_reference_service, ca_file=None)) as backend:
         with pytest.raises(TLSError) as failure:
             await complete(backend)
         message = str(failure.value)
         assert "127.0.0.1" in message and "transport.caFile" in message
         assert backend.counters().retries == 0
-    finally:
-        await backend.aclose()
 
 
 @pytest.mark.parametrize("provider", ["llamacpp", "ollama"])
 async def test_other_providers_stream_from_the_reference_service(
     shared_reference_service: ReferenceService, provider: str
 ) -> None:
-    backend = HttpCompletionBackend(options_for(shared_reference_service, provider=provider))
-    try:
-        await backend.start()
+    options = options_for(shared_reference_service, provider=provider)
+    async with started_backend(options) as backend:
         assert await complete(backend)
-    finally:
-        await backend.aclose()
 
 
 async def test_h2c_prior_knowledge_on_plain_http() -> None:
     with ReferenceService(tls=False) as svc:
-        backend = HttpCompletionBackend(
-            EndpointOptions(endpoint=svc.url, keep_warm_seconds=0)
-        )
-        try:
-            await backend.start()
+        options = EndpointOptions(endpoint=svc.url, keep_warm_seconds=0)
+        async with started_backend(options) as backend:
             assert await complete(backend)
             assert svc.stats()["httpVersions"].get("2", 0) >= 1
             assert backend.counters().connections_opened == 1
-        finally:
-            await backend.aclose()
