@@ -18,7 +18,7 @@ from cache.heat import ContextHeat
 from cache.policies.arc import ARCCache
 from cache.policies.base import PolicyCache, Timer
 from cache.policies.classic import LFUPolicy, LRUPolicy, NoCache
-from cache.policies.hybrid import HybridCache, check_alpha
+from cache.policies.hybrid import DEFAULT_HYBRID_K, HybridCache, check_alpha
 from cache.policies.lru_k import LRUKCache
 
 #: the names ``cache.policy`` accepts
@@ -62,5 +62,5 @@ def make_policy(
         return ARCCache(capacity, ttl=ttl, timer=timer)
     if name == "lruk":
         return LRUKCache(capacity, k, ttl=ttl, timer=timer)
-    hybrid_k = 3 if k == DEFAULT_LRUK_K else k
+    hybrid_k = DEFAULT_HYBRID_K if k == DEFAULT_LRUK_K else k
     return HybridCache(capacity, hybrid_k, alpha, heat, ttl=ttl, timer=timer)

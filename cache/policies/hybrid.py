@@ -62,10 +62,12 @@ def check_alpha(alpha: float | str) -> float | None:
     if alpha == "auto":
         return None
     if isinstance(alpha, str) or isinstance(alpha, bool):
-        raise ValueError(f'alpha must be "auto" or a number in [0.3, 0.7], not {alpha!r}')
+        raise ValueError(
+            f'alpha must be "auto" or a number in [{ALPHA_MIN}, {ALPHA_MAX}], not {alpha!r}'
+        )
     value = float(alpha)
     if not ALPHA_MIN <= value <= ALPHA_MAX or math.isnan(value):
-        raise ValueError(f"alpha must be in [0.3, 0.7], not {value}")
+        raise ValueError(f"alpha must be in [{ALPHA_MIN}, {ALPHA_MAX}], not {value}")
     return value
 
 
