@@ -363,6 +363,7 @@ def test_upstream_options_match_the_scopecache_command_line() -> None:
         }
 
     sub = next(a for a in scopecache_parser()._actions if a.dest == "command")
+    assert isinstance(sub.choices, dict)
     assert options(sub.choices["upstream"]) == options(build_parser())
 
 
