@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,18 @@ def sse_events(lines: Iterator[str]) -> list[Any]:
         payload = line[len("data: ") :]
         events.append(payload if payload == "[DONE]" else json.loads(payload))
     return events
+
+
+def post(svc: ReferenceService, client: httpx.Client, body: dict[str, Any]) -> httpx.Response:
+    """A completion of ``PROMPT``; ``body`` adds or overrides request fields."""
+    return client.post(svc.url + "/completions", json={"prompt": PROMPT, **body})
+
+
+def stream(
+    svc: ReferenceService, client: httpx.Client, prompt: str
+) -> AbstractContextManager[httpx.Response]:
+    """A streamed completion of ``prompt``, to be used in a ``with``."""
+    return client.stream("POST", svc.url + "/completions", json={"prompt": prompt, "stream": True})
 
 
 @pytest.fixture(scope="module")
@@ -122,8 +135,7 @@ def test_streamed_completion_is_sse_chunks_then_done(
 ) -> None:
     svc = shared_reference_service
     with svc.client() as client:
-        with client.stream("POST", svc.url + "/completions",
-                           json={"prompt": BLOCK, "stream": True}) as response:
+        with stream(svc, client, BLOCK) as response:
             assert response.headers["content-type"].startswith("text/event-stream")
             events = sse_events(response.iter_lines())
     assert events[-1] == "[DONE]"
@@ -319,8 +331,7 @@ def test_http1_client_that_hangs_up_mid_stream_is_counted(
     svc = shared_reference_service
     svc.set_latency(ttft_ms=0, token_ms=50)
     with svc.client(http2=False) as client:
-        with client.stream("POST", svc.url + "/completions",
-                           json={"prompt": BLOCK, "stream": True}) as response:
+        with stream(svc, client, BLOCK) as response:
             for line in response.iter_lines():
                 if line.startswith("data: "):
                     break  # closing an unfinished HTTP/1.1 response closes the connection
@@ -338,8 +349,7 @@ def test_httpx_leaving_an_h2_stream_early_does_not_reset_it(
     svc = shared_reference_service
     svc.set_latency(ttft_ms=0, token_ms=20)
     with svc.client() as client:
-        with client.stream("POST", svc.url + "/completions",
-                           json={"prompt": BLOCK, "stream": True}) as response:
+        with stream(svc, client, BLOCK) as response:
             for line in response.iter_lines():
                 if line.startswith("data: "):
                     break
@@ -393,10 +403,6 @@ def test_service_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
 # -- faults ------------------------------------------------------------------
 
 
-def post(svc: ReferenceService, client: httpx.Client, body: dict[str, Any]) -> httpx.Response:
-    return client.post(svc.url + "/completions", json={"prompt": PROMPT, **body})
-
-
 def test_status_fault_answers_the_status_with_retry_after_then_recovers(
     shared_reference_service: ReferenceService,
 ) -> None:
@@ -436,8 +442,7 @@ def test_malformed_json_fault_spoils_body_and_stream(
     svc.set_fault("malformed-json", count=2)
     with svc.client() as client:
         whole = post(svc, client, {})
-        with client.stream("POST", svc.url + "/completions",
-                           json={"prompt": PROMPT, "stream": True}) as response:
+        with stream(svc, client, PROMPT) as response:
             lines = [line for line in response.iter_lines() if line]
     assert whole.status_code == 200
     with pytest.raises(json.JSONDecodeError):
@@ -454,8 +459,7 @@ def test_malformed_sse_fault_sends_lines_without_data(
     svc = shared_reference_service
     svc.set_fault("malformed-sse")
     with svc.client() as client:
-        with client.stream("POST", svc.url + "/completions",
-                           json={"prompt": PROMPT, "stream": True}) as response:
+        with stream(svc, client, PROMPT) as response:
             lines = [line for line in response.iter_lines() if line]
     assert lines and not any(line.startswith("data:") for line in lines)
 
@@ -467,8 +471,7 @@ def test_never_ending_stream_runs_until_the_client_leaves(
     svc.set_fault("never-ending", interval=0.005)
     seen = 0
     with svc.client(http2=False) as client:
-        with client.stream("POST", svc.url + "/completions",
-                           json={"prompt": PROMPT, "stream": True}) as response:
+        with stream(svc, client, PROMPT) as response:
             for line in response.iter_lines():
                 if line.startswith("data: "):
                     assert json.loads(line[6:])["choices"][0]["text"]
@@ -516,8 +519,7 @@ def test_reset_mid_stream_fault_breaks_after_some_chunks(
     chunks: list[str] = []
     with svc.client() as client:
         with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
-            with client.stream("POST", svc.url + "/completions",
-                               json={"prompt": BLOCK, "stream": True}) as response:
+            with stream(svc, client, BLOCK) as response:
                 for line in response.iter_lines():
                     if line.startswith("data: "):
                         chunks.append(line)
@@ -533,8 +535,7 @@ def test_huge_fault_sends_a_suggestion_of_the_asked_size(
     svc.set_fault("huge", count=2, size=300_000)
     with svc.client() as client:
         whole = post(svc, client, {})
-        with client.stream("POST", svc.url + "/completions",
-                           json={"prompt": PROMPT, "stream": True}) as response:
+        with stream(svc, client, PROMPT) as response:
             events = sse_events(response.iter_lines())
     assert len(whole.json()["choices"][0]["text"]) == 300_000
     assert sum(len(e["choices"][0]["text"]) for e in events[:-1]) == 300_000
@@ -546,8 +547,7 @@ def test_invalid_utf8_fault_puts_undecodable_bytes_in_the_stream(
     svc = shared_reference_service
     svc.set_fault("invalid-utf8")
     with svc.client() as client:
-        with client.stream("POST", svc.url + "/completions",
-                           json={"prompt": PROMPT, "stream": True}) as response:
+        with stream(svc, client, PROMPT) as response:
             raw = b"".join(response.iter_raw())
     with pytest.raises(UnicodeDecodeError):
         raw.decode("utf-8")
@@ -559,8 +559,7 @@ def test_flood_fault_streams_many_megabytes(shared_reference_service: ReferenceS
     svc.set_fault("flood", size=4_000_000)
     total = 0
     with svc.client() as client:
-        with client.stream("POST", svc.url + "/completions",
-                           json={"prompt": PROMPT, "stream": True}) as response:
+        with stream(svc, client, PROMPT) as response:
             events = sse_events(response.iter_lines())
     total = sum(len(e["choices"][0]["text"]) for e in events[:-1])
     assert total == 4_000_000
