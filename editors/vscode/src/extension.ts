@@ -5,7 +5,7 @@
 import * as vscode from "vscode";
 
 import { ScopeCacheClient, configurationReader } from "./client";
-import { SECTION, needsRestart } from "./settings";
+import { RESTART_KEYS, SECTION } from "./settings";
 import {
   CLEAR_CACHE_METHOD,
   STATS_METHOD,
@@ -56,9 +56,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (!event.affectsConfiguration(SECTION)) {
         return;
       }
-      const restart = ["server.command", "server.logLevel"].some(
-        (key) => needsRestart(key) && event.affectsConfiguration(`${SECTION}.${key}`),
-      );
+      const restart = RESTART_KEYS.some((key) => event.affectsConfiguration(`${SECTION}.${key}`));
       if (restart) {
         await running.restart();
         return;

@@ -88,7 +88,10 @@ export function serverCommand(read: SettingReader): ServerCommand {
   return { command: argv[0], args };
 }
 
+/** Keys (below `scopecache.`) that shape the server's command line: a change restarts it. */
+export const RESTART_KEYS: readonly string[] = ["server.command", "server.logLevel"];
+
 /** True when a change to `key` (below `scopecache.`) needs a server restart rather than a notification. */
 export function needsRestart(key: string): boolean {
-  return key === "server.command" || key === "server.logLevel";
+  return RESTART_KEYS.includes(key);
 }
