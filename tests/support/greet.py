@@ -22,5 +22,4 @@ EXPECTED = '"Hello, " + name.title()'
 
 def requests_seen(stats: dict[str, Any]) -> int:
     """Completion requests the reference service received, from its ``/__stats``."""
-    requests = stats["requests"]
-    return int(requests["total"] if isinstance(requests, dict) else requests)
+    return int(stats["requests"]["total"])
