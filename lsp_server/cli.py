@@ -12,6 +12,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from transport.reference.options import add_arguments as add_upstream_arguments
+
 
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the language server (stdio by default)")
@@ -26,15 +28,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def _add_upstream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("upstream", help="run the reference completion service")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8443, help="0 picks a free port")
-    p.add_argument("--tls-self-signed", metavar="DIR", help="serve TLS; write ca.pem to DIR")
-    p.add_argument("--corpus", nargs="*", default=[], metavar="PATH", help="files or directories")
-    p.add_argument("--ttft-ms", type=float, default=0.0, help="emulated time to first token")
-    p.add_argument("--token-ms", type=float, default=0.0, help="emulated time per token")
-    p.add_argument("--port-file", metavar="FILE", help="write the bound port here when ready")
-    p.add_argument("--require-key-env", metavar="ENV", help="require this env var's bearer key")
-    p.add_argument("--log-level", default="WARNING")
+    add_upstream_arguments(p)
     p.set_defaults(module="transport.reference.cli")
 
 

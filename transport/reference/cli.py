@@ -23,6 +23,7 @@ from hypercorn.config import Config
 from transport.reference.app import ReferenceApp
 from transport.reference.corpus import engine_for
 from transport.reference.listener import Listener
+from transport.reference.options import add_arguments
 from transport.reference.responder import Latency
 from transport.reference.tls import server_context, write_tls_files
 from transport.reference.tokens import TokenAuthority
@@ -32,19 +33,6 @@ logger = logging.getLogger(__name__)
 #: idle HTTP/2 and keep-alive connections stay open this long (hypercorn's 5 s
 #: default would close a client's warm connection between keystrokes)
 KEEP_ALIVE_SECONDS = 300.0
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The service's options (the ``scopecache upstream`` contract)."""
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8443, help="0 picks a free port")
-    p.add_argument("--tls-self-signed", metavar="DIR", help="serve TLS; write ca.pem to DIR")
-    p.add_argument("--corpus", nargs="*", default=[], metavar="PATH", help="files or directories")
-    p.add_argument("--ttft-ms", type=float, default=0.0, help="emulated time to first token")
-    p.add_argument("--token-ms", type=float, default=0.0, help="emulated time per token")
-    p.add_argument("--port-file", metavar="FILE", help="write the bound port here when ready")
-    p.add_argument("--require-key-env", metavar="ENV", help="require this env var's bearer key")
-    p.add_argument("--log-level", default="WARNING")
 
 
 def build_parser() -> argparse.ArgumentParser:
