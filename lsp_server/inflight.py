@@ -129,8 +129,12 @@ class InflightRegistry:
             stream.finished = True
             self.completed_upstream += 1
         finally:
-            with contextlib.suppress(Exception):
-                await chunks.aclose()  # type: ignore[attr-defined]
+            # Backends stream with async generators; closing one early is what
+            # cancels the request upstream (plain iterators have nothing to close).
+            close = getattr(chunks, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
             self._forget(stream)
         on_complete(stream)
         return stream.text
