@@ -30,6 +30,7 @@ from typing import Any
 
 from lsp_server.metrics import MetricsRegistry
 from lsp_server.metrics_prometheus import MetricsUnavailableError, exposition
+from transport.tasks import stop_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -84,9 +85,7 @@ class MetricsEndpoint:
     async def aclose(self) -> None:
         """Stop listening and sampling."""
         if self._sampler is not None:
-            self._sampler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sampler
+            await stop_tasks(self._sampler)
             self._sampler = None
         if self._server is not None:
             self._server.close()

@@ -49,6 +49,7 @@ from transport.auth_source import TokenSource
 from transport.errors import AuthError
 from transport.options import DEFAULT_REFRESH_AT
 from transport.resilience import Backoff
+from transport.tasks import stop_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -166,11 +167,7 @@ class RefreshingTokenAuth(AuthProvider):
 
     async def aclose(self) -> None:
         """Stop the refresh loop and any fetch, then close the source."""
-        for task in (self._loop, self._fetch):
-            if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, AuthError):
-                    await task
+        await stop_tasks(self._loop, self._fetch)
         self._loop = self._fetch = None
         await self.source.aclose()
 

@@ -16,7 +16,6 @@ servers (that is what a DNS server logs), one per system-resolver call.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 import time
@@ -31,6 +30,7 @@ import dns.resolver
 
 from transport.errors import DNSError
 from transport.network import is_ip_literal
+from transport.tasks import stop_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -240,10 +240,5 @@ class DnsPrefetcher:
 
     async def aclose(self) -> None:
         """Stop background refreshes."""
-        tasks = list(self._refreshers.values()) + list(self._inflight.values())
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, DNSError):
-                await task
+        await stop_tasks(*self._refreshers.values(), *self._inflight.values())
         self._refreshers.clear()

@@ -29,6 +29,7 @@ import httpx
 
 from transport import errors
 from transport.network import PinnedConnection, PinnedResolverBackend
+from transport.tasks import stop_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -264,7 +265,5 @@ class ConnectionWarmer:
     async def aclose(self) -> None:
         """Stop the keep-warm loop."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await stop_tasks(self._task)
             self._task = None

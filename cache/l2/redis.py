@@ -47,6 +47,7 @@ from cache.keys import ScopeKey
 from cache.l2 import redis_events
 from cache.l2.base import Clock, L2Store, key_to_json, parse_entry
 from cache.l2.errors import L2EntryRejected, L2MissingExtra, L2Unavailable
+from transport.tasks import stop_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -154,10 +155,7 @@ class RedisStore(L2Store):
     async def _close(self) -> None:
         if self._background:  # let hit counts in flight land; they take one round trip
             await asyncio.wait(set(self._background), timeout=1.0)
-        tasks = [t for t in (self._follower, *self._background) if t is not None]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await stop_tasks(self._follower, *self._background)
         self._follower = None
         if self._own_group and self.state == "up":
             try:  # a per-session group would otherwise linger in Redis forever

@@ -43,6 +43,7 @@ from cache.l2.sqlite_file import (
     open_cache_file,
     write_transaction,
 )
+from transport.tasks import stop_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -136,8 +137,7 @@ class SqliteStore(L2Store):
 
     async def _close(self) -> None:
         if self._poller is not None:
-            self._poller.cancel()
-            await asyncio.gather(self._poller, return_exceptions=True)
+            await stop_tasks(self._poller)
             self._poller = None
 
         def close() -> None:

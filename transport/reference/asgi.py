@@ -13,6 +13,8 @@ import json
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from transport.tasks import stop_tasks
+
 Scope = dict[str, Any]
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -109,10 +111,7 @@ class ClientWatch:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await stop_tasks(self._task)
 
     async def _watch(self) -> None:
         while True:
