@@ -140,7 +140,10 @@ def settings(service: ReferenceService, token_url: str) -> dict[str, Any]:
             "clientId": CLIENT_ID,
             "clientSecretEnv": SECRET_ENV,
             "scope": "completions",
-            "refreshAt": 0.8,
+            # A token lives LIFETIME seconds here, not minutes: refresh early enough
+            # that the background fetch (relay delay included) ends before expiry even
+            # on a loaded machine.
+            "refreshAt": 0.6,
         },
     }
 
