@@ -34,7 +34,8 @@ from lsp_server.notify import UserNotifier
 from lsp_server.pipeline import CompletionPipeline, SharedTier, Suggestion
 from lsp_server.protocol import ScopecacheProtocol
 from lsp_server.recorder import TraceRecorder
-from lsp_server.settings import Settings, parse_settings
+from lsp_server.settings import Settings
+from lsp_server.settings_codec import parse_settings
 from lsp_server.speculate import SpeculativePrefetcher
 from lsp_server.stats import ServerStats
 from lsp_server.syntax import SyntaxContext, completion_context
