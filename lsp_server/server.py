@@ -22,7 +22,8 @@ from cache.heat import ContextHeat, line_entropy
 from cache.l2.base import L2Change, L2Store
 from cache.store import CompletionStore
 from lsp_server import assembly
-from lsp_server.documents import Document, DocumentStore
+from lsp_server.document_store import DocumentStore
+from lsp_server.documents import Document
 from lsp_server.exclude import is_excluded
 from lsp_server.first_use import rehearse_exclusion, rehearse_protocol
 from lsp_server.hints import DEFAULT_WINDOW as HINT_WINDOW
