@@ -1,6 +1,6 @@
-"""Open documents: their text and tree-sitter tree, kept current edit by edit.
+"""An open document: its text and tree-sitter tree, kept current edit by edit.
 
-``DocumentStore`` receives ``didOpen``/``didChange``/``didClose``. An
+``Document.apply_changes`` receives the changes of one ``didChange``. An
 incremental change edits the UTF-8 text in place (``TextBuffer``), tells the
 old tree what moved (``tree.edit``) and re-parses with the old tree, so
 tree-sitter reuses everything the edit did not touch; a whole-document change
@@ -12,17 +12,13 @@ most ``max_parse_bytes`` and it contains no NUL byte (tree-sitter reads NUL as
 end of input). Otherwise ``tree`` is None and ``parse_skipped`` says why; the
 text stays current and every position helper still works, so completions fall
 back to a text-only context.
-
-Versions are recorded as the client sends them. A version that does not
-increase is logged and still applied: the changes are relative to the text
-the client has, so dropping them would desynchronise us for good.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from lsprotocol.types import (
     Position,
@@ -32,16 +28,12 @@ from lsprotocol.types import (
 )
 from tree_sitter import Parser, Tree
 
-from lsp_server.languages import LanguageRegistry, LanguageSpec, default_registry
+from lsp_server.languages import LanguageSpec
 from lsp_server.positions import ResolvedPosition, TextBuffer, decode_text, encode_text
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_PARSE_BYTES = 2_000_000
-
-
-class UnknownDocumentError(LookupError):
-    """A change or lookup names a document that is not open."""
 
 
 class Document:
@@ -217,93 +209,3 @@ class Document:
         old = self.tree if incremental else None
         self.tree = self._parser.parse(data) if old is None else self._parser.parse(data, old)
         self.parse_skipped = None
-
-
-class DocumentStore:
-    """The open documents by URI, with the negotiated position encoding."""
-
-    def __init__(
-        self,
-        position_encoding: PositionEncodingKind = PositionEncodingKind.Utf16,
-        max_parse_bytes: int = DEFAULT_MAX_PARSE_BYTES,
-        languages: LanguageRegistry | None = None,
-    ) -> None:
-        self._docs: dict[str, Document] = {}
-        self._encoding = position_encoding
-        self._max_parse_bytes = max_parse_bytes
-        self.languages = languages if languages is not None else default_registry()
-
-    def __repr__(self) -> str:
-        return (
-            f"DocumentStore({len(self._docs)} open, encoding={self._encoding.value}, "
-            f"max_parse_bytes={self._max_parse_bytes})"
-        )
-
-    @property
-    def position_encoding(self) -> PositionEncodingKind:
-        """How LSP characters are counted (negotiated at initialize)."""
-        return self._encoding
-
-    @position_encoding.setter
-    def position_encoding(self, encoding: PositionEncodingKind) -> None:
-        self._encoding = PositionEncodingKind(encoding)
-        for doc in self._docs.values():
-            doc.encoding = self._encoding
-
-    @property
-    def max_parse_bytes(self) -> int:
-        """Documents larger than this are kept as text only."""
-        return self._max_parse_bytes
-
-    @max_parse_bytes.setter
-    def max_parse_bytes(self, limit: int) -> None:
-        if limit == self._max_parse_bytes:
-            return
-        self._max_parse_bytes = limit
-        for doc in self._docs.values():
-            doc.max_parse_bytes = limit
-            doc.reconsider_parse()
-
-    def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
-        """Open (or re-open, replacing) a document."""
-        doc = Document(
-            uri,
-            language_id,
-            version,
-            text,
-            spec=self.languages.resolve(language_id, uri),
-            encoding=self._encoding,
-            max_parse_bytes=self._max_parse_bytes,
-        )
-        self._docs[uri] = doc
-        return doc
-
-    def change(
-        self, uri: str, version: int, changes: Sequence[TextDocumentContentChangeEvent]
-    ) -> Document:
-        """Apply a ``didChange``; raises ``UnknownDocumentError`` if ``uri`` is not open."""
-        doc = self._docs.get(uri)
-        if doc is None:
-            raise UnknownDocumentError(uri)
-        if version <= doc.version:
-            logger.debug("%s: version %d after %d, applied anyway", uri, version, doc.version)
-        doc.apply_changes(changes)
-        doc.version = version
-        return doc
-
-    def close(self, uri: str) -> None:
-        """Forget a document (closing an unknown one is not an error)."""
-        self._docs.pop(uri, None)
-
-    def get(self, uri: str) -> Document | None:
-        """The open document, or None."""
-        return self._docs.get(uri)
-
-    def __contains__(self, uri: object) -> bool:
-        return uri in self._docs
-
-    def __len__(self) -> int:
-        return len(self._docs)
-
-    def __iter__(self) -> Iterator[Document]:
-        return iter(list(self._docs.values()))

@@ -19,7 +19,7 @@ from typing import Any
 from rich.console import Console
 
 from lsp_server.replay import replay_trace
-from lsp_server.settings import SettingsFileError, load_toml
+from lsp_server.settings_codec import SettingsFileError, load_toml
 from lsp_server.trace import read_trace
 
 

@@ -25,7 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from lsp_server.client import ServerProcess
-from lsp_server.settings import SettingsFileError, load_toml
+from lsp_server.settings_codec import SettingsFileError, load_toml
 from lsp_server.stats import SOURCES, percentile
 from lsp_server.trace import ChangeEvent, CloseEvent, CompleteEvent, OpenEvent, Trace, read_trace
 from lsp_server.upstream_process import ReferenceProcess

@@ -7,7 +7,8 @@ import logging
 import sys
 
 from lsp_server import create_server
-from lsp_server.settings import Settings, SettingsFileError, load_toml, parse_settings
+from lsp_server.settings import Settings
+from lsp_server.settings_codec import SettingsFileError, load_toml, parse_settings
 
 logger = logging.getLogger(__name__)
 

@@ -22,7 +22,8 @@ from cache.heat import ContextHeat, line_entropy
 from cache.l2.base import L2Change, L2Store
 from cache.store import CompletionStore
 from lsp_server import assembly
-from lsp_server.documents import Document, DocumentStore
+from lsp_server.document_store import DocumentStore
+from lsp_server.documents import Document
 from lsp_server.exclude import is_excluded
 from lsp_server.first_use import rehearse_exclusion, rehearse_protocol
 from lsp_server.hints import DEFAULT_WINDOW as HINT_WINDOW
@@ -34,7 +35,8 @@ from lsp_server.notify import UserNotifier
 from lsp_server.pipeline import CompletionPipeline, SharedTier, Suggestion
 from lsp_server.protocol import ScopecacheProtocol
 from lsp_server.recorder import TraceRecorder
-from lsp_server.settings import Settings, parse_settings
+from lsp_server.settings import Settings
+from lsp_server.settings_codec import parse_settings
 from lsp_server.speculate import SpeculativePrefetcher
 from lsp_server.stats import ServerStats
 from lsp_server.syntax import SyntaxContext, completion_context

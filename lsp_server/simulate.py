@@ -32,7 +32,8 @@ from lsprotocol import types as lsp
 
 from cache.keys import fingerprint
 from cache.policies import OptimalCache, make_policy
-from lsp_server.documents import Document, DocumentStore
+from lsp_server.document_store import DocumentStore
+from lsp_server.documents import Document
 from lsp_server.settings import CompletionSettings
 from lsp_server.strategies import (
     POLICY_STRATEGIES,

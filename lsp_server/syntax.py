@@ -18,18 +18,9 @@ Rules, chosen to stay stable while the user types incomplete code:
   and neither it nor anything inside it is an enclosing scope. So a new line
   at column 0 after a function is at module level, and the same line indented
   stays in the function's body.
-* **Line context**: the scope enclosing the end of the text before the
-  cursor's line (its last non-whitespace byte) decides where
-  ``line_context`` starts; what is typed on the line itself never moves it.
-  An incomplete line can make tree-sitter's error recovery flatten the
-  enclosing class or function into an ``ERROR`` node (``    def f(s``
-  inside a class does), which would move the start to the module and change
-  every line anchor on the line mid-word. So each document remembers the
-  scope start found for the line it was last asked about, with the bounded
-  window of text before the line; while that text is byte-for-byte unchanged
-  and the tree there is in error, the remembered start is reused (a clean
-  parse always replaces it). The context is still the text itself, so a
-  remembered start can only cost a hit, never serve a stale one.
+* **Line context**: see ``lsp_server.line_context``; what is typed on the
+  cursor's line never moves where it starts.
+* **Block opener**: see ``lsp_server.block_opener``.
 * **Windows**: ``scope_prefix`` runs from the start of the enclosing scope to
   the cursor (last ``scope_chars`` characters); ``suffix`` runs from the
   cursor for ``suffix_lines``/``suffix_chars`` but never past the end of the
@@ -42,16 +33,18 @@ Rules, chosen to stay stable while the user types incomplete code:
 from __future__ import annotations
 
 import logging
-import weakref
 from dataclasses import dataclass
 
 from lsprotocol.types import Position
-from tree_sitter import Node, Tree
+from tree_sitter import Node
 
+from lsp_server.block_opener import block_opener, text_block_opener
 from lsp_server.documents import Document
 from lsp_server.languages import LanguageSpec
-from lsp_server.positions import TextBuffer, char_start, decode_text
+from lsp_server.line_context import line_context
+from lsp_server.positions import TextBuffer
 from lsp_server.settings import CompletionSettings
+from lsp_server.syntax_reads import ERROR_NODE, head_text, node_path, tail_text
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +52,6 @@ logger = logging.getLogger(__name__)
 PRECEDING_LINES = 3
 NO_PARENT = "none"
 TEXT_NODE = "text"
-_ERROR = "ERROR"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,15 +102,15 @@ def syntax_context(
     off, line = where.offset, where.line
     line_start, line_end = buf.line_start(line), buf.line_end(line)
 
-    line_prefix = _tail(data, line_start, off, prefix_chars)
-    line_suffix = _head(data, off, line_end, suffix_chars)
+    line_prefix = tail_text(data, line_start, off, prefix_chars)
+    line_suffix = head_text(data, off, line_end, suffix_chars)
     at_line_start = line_prefix.strip() == ""
     preceding = tuple(
-        _tail(data, buf.line_start(n), buf.line_end(n), prefix_chars)
+        tail_text(data, buf.line_start(n), buf.line_end(n), prefix_chars)
         for n in range(max(0, line - PRECEDING_LINES), line)
     )
     window_start = max(buf.line_start(max(0, line - prefix_lines)), off - 4 * prefix_chars)
-    prefix = _tail(data, window_start, off, prefix_chars)
+    prefix = tail_text(data, window_start, off, prefix_chars)
     last_line = min(buf.line_count - 1, line + suffix_lines)
     suffix_end = min(buf.line_end(last_line), off + 4 * suffix_chars)
 
@@ -137,21 +129,25 @@ def syntax_context(
             parent_type=TEXT_NODE,
             scope_start_byte=window_start,
             scope_end_byte=suffix_end,
-            scope_prefix=_tail(data, window_start, off, scope_chars),
+            scope_prefix=tail_text(data, window_start, off, scope_chars),
             line_prefix=line_prefix,
             line_suffix=line_suffix,
             preceding_lines=preceding,
-            line_context=_tail(data, max(0, line_start - 4 * scope_chars), line_start, scope_chars),
+            line_context=tail_text(
+                data, max(0, line_start - 4 * scope_chars), line_start, scope_chars
+            ),
             prefix=prefix,
-            suffix=_head(data, off, suffix_end, suffix_chars),
+            suffix=head_text(data, off, suffix_end, suffix_chars),
             at_line_start=at_line_start,
-            block_opener=_text_opener(data, anchor, line_start, line_suffix, at_line_start, spec),
+            block_opener=text_block_opener(
+                data, anchor, line_start, line_suffix, at_line_start, spec
+            ),
             parsed=False,
             clamped=where.clamped,
         )
 
-    path = _path_to(tree, anchor) if anchor is not None else [tree.root_node]
-    opener = _block_opener(tree, spec, buf, path, anchor, line_start, line_suffix, at_line_start)
+    path = node_path(tree, anchor) if anchor is not None else [tree.root_node]
+    opener = block_opener(tree, spec, buf, path, anchor, line_start, line_suffix, at_line_start)
     closed: Node | None = None
     if spec.indent_scoped and at_line_start and anchor is not None and anchor < line_start:
         path, closed = _close_by_indent(buf, spec, path, off - line_start)
@@ -159,7 +155,7 @@ def syntax_context(
         opener = opener and closed is None
     named = [n for n in path if n.is_named]
     node = closed if closed is not None else named[-1]
-    parents = [n for n in named if n != node and n.type != _ERROR]
+    parents = [n for n in named if n != node and n.type != ERROR_NODE]
     scopes = (
         [n for n in path[:-1] if n.type in spec.scope_types]
         if closed
@@ -182,13 +178,13 @@ def syntax_context(
         parent_type=parents[-1].type if parents else NO_PARENT,
         scope_start_byte=scope_start,
         scope_end_byte=scope_end,
-        scope_prefix=_tail(data, max(scope_start, off - 4 * scope_chars), off, scope_chars),
+        scope_prefix=tail_text(data, max(scope_start, off - 4 * scope_chars), off, scope_chars),
         line_prefix=line_prefix,
         line_suffix=line_suffix,
         preceding_lines=preceding,
-        line_context=_line_context(doc, tree, spec, line_start, scope_chars),
+        line_context=line_context(doc, tree, spec, line_start, scope_chars),
         prefix=prefix,
-        suffix=_head(data, off, min(suffix_end, max(off, scope_end)), suffix_chars),
+        suffix=head_text(data, off, min(suffix_end, max(off, scope_end)), suffix_chars),
         at_line_start=at_line_start,
         block_opener=opener,
         parsed=True,
@@ -211,77 +207,6 @@ def completion_context(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _LineScope:
-    """Where the scope of a line's preceding text starts, and the text it was found for."""
-
-    line_start: int
-    window: int
-    #: ``data[window:line_start]`` then: the memo holds while it is unchanged
-    before: bytes
-    scope_start: int
-    #: found on a tree without errors around the line (else the first guess)
-    clean: bool
-
-
-#: per document, the scope start of the line most recently asked about
-_line_scopes: weakref.WeakKeyDictionary[Document, _LineScope] = weakref.WeakKeyDictionary()
-
-
-def _line_context(
-    doc: Document, tree: Tree, spec: LanguageSpec, line_start: int, scope_chars: int
-) -> str:
-    """Scope-local text before the line, from the scope enclosing the line's start."""
-    data = doc.buffer.data
-    window = max(0, line_start - 4 * scope_chars)
-    head = data[window:line_start].rstrip()
-    scope_start = 0
-    if head:
-        path = _path_to(tree, window + len(head) - 1)
-        memo = _line_scopes.get(doc)
-        same_text = (
-            memo is not None
-            and memo.line_start == line_start
-            and memo.window == window
-            and data[window:line_start] == memo.before
-        )
-        if any(node.type == _ERROR for node in path):
-            # error recovery around an incomplete line: keep what was found first
-            if memo is not None and same_text:
-                scope_start = memo.scope_start
-            else:
-                scope_start = _scope_start(tree, spec, path)
-                before = bytes(data[window:line_start])
-                _line_scopes[doc] = _LineScope(line_start, window, before, scope_start, False)
-        else:
-            scope_start = _scope_start(tree, spec, path)
-            if memo is None or not same_text or not memo.clean or memo.scope_start != scope_start:
-                before = bytes(data[window:line_start])
-                _line_scopes[doc] = _LineScope(line_start, window, before, scope_start, True)
-    return _tail(data, max(window, scope_start), line_start, scope_chars)
-
-
-def _scope_start(tree: Tree, spec: LanguageSpec, path: list[Node]) -> int:
-    """Start of the innermost scope (below the root) on ``path``; 0 for the root."""
-    start = 0
-    for node in path:
-        if node.type in spec.scope_types and node != tree.root_node:
-            start = node.start_byte
-    return start
-
-
-def _path_to(tree: Tree, byte: int) -> list[Node]:
-    """Root and every descendant containing ``byte``, outermost first (one descent)."""
-    cursor = tree.walk()
-    path = [tree.root_node]
-    while cursor.goto_first_child_for_byte(byte) is not None:
-        node = cursor.node
-        if node is None or node.start_byte > byte:
-            break
-        path.append(node)
-    return path
-
-
 def _close_by_indent(
     buf: TextBuffer, spec: LanguageSpec, path: list[Node], column: int
 ) -> tuple[list[Node], Node | None]:
@@ -293,85 +218,3 @@ def _close_by_indent(
         if start - buf.line_start(buf.line_of(start)) >= column:
             return path[: i + 1], node
     return path, None
-
-
-def _block_opener(
-    tree: Tree,
-    spec: LanguageSpec,
-    buf: TextBuffer,
-    path: list[Node],
-    anchor: int | None,
-    line_start: int,
-    line_suffix: str,
-    at_line_start: bool,
-) -> bool:
-    """Whether the cursor begins a block's body (after ``def ...:``, ``if ...:``, ...)."""
-    if anchor is None or not _opener_place(anchor, line_start, line_suffix, at_line_start):
-        return False
-    leaf = path[-1]
-    header_start = buf.line_start(buf.line_of(leaf.start_byte))
-    if leaf.type == "comment":
-        # "if x:  # why" still opens a block: look before the comment on its line
-        head = buf.data[header_start : leaf.start_byte].rstrip()
-        if not head:
-            return False
-        path = _path_to(tree, header_start + len(head) - 1)
-        leaf = path[-1]
-    if leaf.type != spec.block_opener or leaf.is_named or len(path) < 2:
-        return False
-    parent = path[-2].type
-    if not spec.block_types or parent in spec.block_types:
-        return True
-    if parent != _ERROR:
-        return False
-    # incomplete code: trust the colon only on a line that starts like a block header
-    words = decode_text(buf.data[header_start : leaf.start_byte]).split(maxsplit=1)
-    return bool(words) and words[0].rstrip(":") in spec.block_keywords
-
-
-def _text_opener(
-    data: bytearray,
-    anchor: int | None,
-    line_start: int,
-    line_suffix: str,
-    at_line_start: bool,
-    spec: LanguageSpec | None,
-) -> bool:
-    """Text-only block opener test, for documents without a tree."""
-    if anchor is None or not _opener_place(anchor, line_start, line_suffix, at_line_start):
-        return False
-    token = (spec.block_opener if spec is not None else ":").encode()
-    return bytes(data[anchor - len(token) + 1 : anchor + 1]) == token
-
-
-def _opener_place(anchor: int, line_start: int, line_suffix: str, at_line_start: bool) -> bool:
-    """The anchor ends the previous line (cursor on a fresh line) or the cursor's own line."""
-    if at_line_start:
-        return anchor < line_start
-    return line_suffix.strip() == ""
-
-
-def _tail(data: bytearray, start: int, end: int, chars: int) -> str:
-    """The last ``chars`` characters of ``data[start:end]``, reading at most 4*chars bytes."""
-    if end <= start or chars <= 0:
-        return ""
-    lo = max(start, end - 4 * chars)
-    if lo > start:
-        lo = _next_char(data, lo)
-    return decode_text(data[lo:end])[-chars:]
-
-
-def _head(data: bytearray, start: int, end: int, chars: int) -> str:
-    """The first ``chars`` characters of ``data[start:end]``, reading at most 4*chars bytes."""
-    if end <= start or chars <= 0:
-        return ""
-    hi = min(end, start + 4 * chars)
-    if hi < end:
-        hi = char_start(data, hi)
-    return decode_text(data[start:hi])[:chars]
-
-
-def _next_char(data: bytearray, offset: int) -> int:
-    while offset < len(data) and (data[offset] & 0xC0) == 0x80:
-        offset += 1
-    return offset

@@ -36,17 +36,14 @@ from transport.network import PinnedResolverBackend, is_ip_literal, tls_context
 from transport.options import EndpointOptions
 from transport.pool import ConnectionWarmer, PinnedTransport
 from transport.providers import decode_lines, parse_json, provider_for
-from transport.resilience import Backoff, CircuitBreaker, SecretRedactor, parse_retry_after
+from transport.resilience import Backoff, CircuitBreaker, SecretRedactor
+from transport.response import drain, is_json, raise_for_status, read_body
 
 logger = logging.getLogger(__name__)
 
 USER_AGENT = "scopecache/0.1"
 #: an answer must finish within this many read timeouts, however it trickles
 DEADLINE_READ_TIMEOUTS = 2.0
-#: at most this many bytes of a non-streamed JSON answer are read
-MAX_BODY_BYTES = 1 << 20
-#: after the end marker, at most this much trailing data is read before closing
-DRAIN_LIMIT_BYTES = 16 * 1024
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -215,10 +212,10 @@ class HttpCompletionBackend(CompletionBackend):
         first = True
         try:
             async with self._client.stream("POST", url, json=body, headers=headers) as response:
-                self._raise_for_status(response)
+                raise_for_status(response)
                 raw = response.aiter_raw()
-                if _is_json(response):
-                    text = self._provider.parse_body(parse_json(await _read_body(raw)))
+                if is_json(response):
+                    text = self._provider.parse_body(parse_json(await read_body(raw)))
                     self._check_size(len(text))
                     if text:
                         yield text
@@ -232,7 +229,7 @@ class HttpCompletionBackend(CompletionBackend):
                             self._ttft_ms.append((self._clock() - started) * 1000)
                             first = False
                         yield text
-                await _drain(raw)
+                await drain(raw)
         except httpx.HTTPError as exc:
             # httpx's own failures (our transport maps the network ones).
             raise errors.UpstreamProtocolError(f"HTTP error: {type(exc).__name__}") from exc
@@ -248,18 +245,6 @@ class HttpCompletionBackend(CompletionBackend):
             raise errors.UpstreamProtocolError(
                 f"answer longer than maxResponseChars ({self.options.max_response_chars})"
             )
-
-    def _raise_for_status(self, response: httpx.Response) -> None:
-        status = response.status_code
-        if status < 400:
-            return
-        retry_after = parse_retry_after(response.headers.get("retry-after"))
-        if status in (429, 503):
-            raise errors.RateLimited(status, retry_after=retry_after)
-        if status in (401, 403):
-            message = f"the service refused our credentials (HTTP {status})"
-            raise errors.AuthRejected(status, message)
-        raise errors.UpstreamStatusError(status, retry_after=retry_after)
 
     def counters(self) -> TransportCounters:
         """A snapshot of what the transport did."""
@@ -289,34 +274,3 @@ class HttpCompletionBackend(CompletionBackend):
 
     def __repr__(self) -> str:
         return f"<HttpCompletionBackend {self.options.endpoint} {self.transport!r}>"
-
-
-def _is_json(response: httpx.Response) -> bool:
-    """A service that ignored ``stream: true`` answers with one JSON document."""
-    content_type: str = response.headers.get("content-type", "")
-    return content_type.startswith("application/json")
-
-
-async def _read_body(raw: AsyncIterator[bytes]) -> str:
-    body = b""
-    async for part in raw:
-        body += part
-        if len(body) > MAX_BODY_BYTES:
-            raise errors.UpstreamProtocolError("answer exceeds the size limit")
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise errors.UpstreamProtocolError("answer is not valid UTF-8") from exc
-
-
-async def _drain(raw: AsyncIterator[bytes]) -> None:
-    """Read the little that may follow the end marker (the END_STREAM frame).
-
-    Closing a stream before END_STREAM arrived would reset it, and the
-    service would count a finished answer as cancelled.
-    """
-    seen = 0
-    async for part in raw:
-        seen += len(part)
-        if seen > DRAIN_LIMIT_BYTES:
-            break

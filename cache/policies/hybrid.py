@@ -9,76 +9,30 @@ every promotion: its weakest key (largest backward K-distance) is demoted to
 the MRU end of ARC's T2, keeping its history. Evictions (``popitem``) take
 ARC's REPLACE victim; the hot region loses a key only when ARC is empty.
 
-The context weight ``alpha`` in [0.3, 0.7] sets the balance:
+The context weight ``alpha`` in [0.3, 0.7] sets the balance between the two
+regions: the LRU-K limit and T1's target (``cache.policies.hybrid_balance``).
 
-    target |T1|     = capacity * alpha * 0.6       (ARC's p when alpha is set)
-    LRU-K limit     = floor(capacity * (1 - alpha) / 2)
-
-so alpha 0.3 (repetitive, calm editing) gives the frequency region 35% of the
-capacity and T1 a target of 18%; alpha 0.7 (fast, fresh code) gives the
-frequency region 15% and T1 42%. ARC still adapts p on ghost hits; when
-alpha moves, p moves by the same amount as the target. ``alpha="auto"``
-reads it from a ``ContextHeat`` the server feeds (``cache.heat``); a number
-fixes it.
-
-Correlated references (an addition to the seed design, measured in
-``tests/bench/bench_cache.py``): while typing, the editor asks for the same
-context several times in a row. Plain ARC moves such a key to T2 on its
-second request although it was seen in one burst only, and T2 fills with
-one-visit keys. Here a reference within ``correlated_window`` logical
-references of the key's previous one only refreshes its recency in T1/T2 and
-does not count towards promotion. The window adapts like ARC's p: a key that
-reached T2 on two references and is evicted from T2 without a third widens it
-by one (bursts polluted T2); a ghost hit in B1 on a key that had a correlated
-reference narrows it by one (the burst key deserved T2). This lifted the hit
-ratio at small and medium capacities by 1-2 points over ARC on the synthetic
-editing stream; at capacities that hold nearly all reused keys the two tie.
+Correlated references: a reference within ``correlated_window`` logical
+references of the key's previous one is one burst with it; it refreshes
+recency only (``cache.policies.hybrid_bursts``).
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
 from cachetools import Cache
 
-from cache.heat import ALPHA_MAX, ALPHA_MIN, ContextHeat
+from cache.heat import ContextHeat
 from cache.policies.arc import ARCCore
 from cache.policies.base import K, PolicyCache, Timer, V
+from cache.policies.hybrid_balance import AlphaBalance, check_alpha
+from cache.policies.hybrid_bursts import CorrelationWindow
 from cache.policies.lru_k import LRUKOrder
 
 DEFAULT_HYBRID_K = 3
-#: upper bound of the adaptive correlated-reference window (logical references)
-MAX_CORRELATED_WINDOW = 64
-#: share of alpha * capacity given to T1's target (the seed design's constant)
-T1_SHARE = 0.6
-
-
-def check_alpha(alpha: float | str) -> float | None:
-    """Validate an alpha setting; returns None for ``"auto"``."""
-    if alpha == "auto":
-        return None
-    if isinstance(alpha, str) or isinstance(alpha, bool):
-        raise ValueError(
-            f'alpha must be "auto" or a number in [{ALPHA_MIN}, {ALPHA_MAX}], not {alpha!r}'
-        )
-    value = float(alpha)
-    if not ALPHA_MIN <= value <= ALPHA_MAX or math.isnan(value):
-        raise ValueError(f"alpha must be in [{ALPHA_MIN}, {ALPHA_MAX}], not {value}")
-    return value
-
-
-def hot_limit_for(capacity: int, alpha: float) -> int:
-    """The LRU-K region's hard limit for a capacity and alpha."""
-    return int(capacity * (1.0 - alpha) / 2.0)
-
-
-def t1_target_for(capacity: int, alpha: float) -> float:
-    """ARC's T1 target size for a capacity and alpha."""
-    return capacity * alpha * T1_SHARE
 
 
 class HybridCache(PolicyCache[K, V]):
@@ -104,21 +58,12 @@ class HybridCache(PolicyCache[K, V]):
         super().__init__(maxsize, ttl=ttl, timer=timer, getsizeof=getsizeof)
         capacity = int(maxsize)
         self.capacity = capacity
-        self._fixed_alpha = fixed
-        self.heat = heat if heat is not None else ContextHeat(timer=timer)
-        self.alpha = fixed if fixed is not None else self.heat.alpha()
-        if correlated_window < 0:
-            raise ValueError("correlated_window must be >= 0")
-        #: references this close (in logical time) to the previous one are one burst
-        self.correlated_window = correlated_window
-        self.adapt_correlation = adapt_correlation
-        #: resident ARC keys that had a correlated reference, and ghosts of those evicted
-        self._bursty: set[Hashable] = set()
-        self._bursty_ghosts: OrderedDict[Hashable, None] = OrderedDict()
+        heat = heat if heat is not None else ContextHeat(timer=timer)
+        self._balance = AlphaBalance(capacity, fixed, heat)
+        self._bursts = CorrelationWindow(capacity, correlated_window, adapt_correlation)
         self.promotion_period = capacity if promotion_period is None else promotion_period
         self._hot = LRUKOrder(k, 0.0, timer)
-        self._arc = ARCCore(capacity, t1_target_for(capacity, self.alpha))
-        self.hot_limit = hot_limit_for(capacity, self.alpha)
+        self._arc = ARCCore(capacity, self._balance.t1_target)
         #: reference history (logical times, newest first) of the ARC region's keys
         self._refs: dict[Hashable, list[int]] = {}
         self.evictions_hot = 0
@@ -139,9 +84,34 @@ class HybridCache(PolicyCache[K, V]):
         return self._arc.p
 
     @property
+    def alpha(self) -> float:
+        """The context weight in force."""
+        return self._balance.alpha
+
+    @property
+    def heat(self) -> ContextHeat:
+        """The editing context that ``alpha="auto"`` follows."""
+        return self._balance.heat
+
+    @property
+    def hot_limit(self) -> int:
+        """The LRU-K region's hard limit at the current alpha."""
+        return self._balance.hot_limit
+
+    @property
+    def correlated_window(self) -> int:
+        """References this close (in logical time) to the previous one are one burst."""
+        return self._bursts.window
+
+    @property
+    def adapt_correlation(self) -> bool:
+        """Whether the correlated window adapts to evictions and ghost hits."""
+        return self._bursts.adapt
+
+    @property
     def t1_target(self) -> float:
         """T1's target derived from alpha alone."""
-        return t1_target_for(self.capacity, self.alpha)
+        return self._balance.t1_target
 
     @property
     def regions(self) -> dict[str, int]:
@@ -161,14 +131,10 @@ class HybridCache(PolicyCache[K, V]):
 
     def set_alpha(self, alpha: float) -> None:
         """Move the balance: the LRU-K limit and T1's target (p shifts with it)."""
-        alpha = min(ALPHA_MAX, max(ALPHA_MIN, alpha))
-        if alpha == self.alpha:
-            return
-        arc = self._arc
-        shift = t1_target_for(self.capacity, alpha) - t1_target_for(self.capacity, self.alpha)
-        arc.p = min(float(arc.c), max(0.0, arc.p + shift))
-        self.alpha = alpha
-        self.hot_limit = hot_limit_for(self.capacity, alpha)
+        shift = self._balance.move(alpha)
+        if shift is not None:
+            arc = self._arc
+            arc.p = min(float(arc.c), max(0.0, arc.p + shift))
 
     # -- mapping ---------------------------------------------------------------------
 
@@ -194,15 +160,12 @@ class HybridCache(PolicyCache[K, V]):
             store = lambda: None  # noqa: E731
         else:
             store = lambda: Cache.__setitem__(self, key, value)  # noqa: E731
-        if self._fixed_alpha is None:
-            alpha = self.heat.alpha()
-            if alpha != self.alpha:
-                self.set_alpha(alpha)
+        alpha = self._balance.heat_moved()
+        if alpha is not None:
+            self.set_alpha(alpha)
         arc = self._arc
-        if self.adapt_correlation and key in arc.b1 and self._bursty_ghosts.pop(key, 0) is None:
-            # a burst key left T1 too early: it deserved T2, so shrink the window
-            if self.correlated_window > 0:
-                self.correlated_window -= 1
+        if key in arc.b1:
+            self._bursts.ghost_hit_b1(key)
         arc.insert(key, store)
         hot = self._hot
         self._refs[key] = [hot.tick()]
@@ -213,7 +176,7 @@ class HybridCache(PolicyCache[K, V]):
 
     def __delitem__(self, key: K) -> None:
         Cache.__delitem__(self, key)
-        self._bursty.discard(key)
+        self._bursts.forget(key)
         if self._refs.pop(key, None) is not None:
             self._arc.remove(key)
         else:
@@ -228,17 +191,7 @@ class HybridCache(PolicyCache[K, V]):
             key = arc.replace()
             hist = self._refs.pop(key)
             self.evictions_arc += 1
-            if self.adapt_correlation:
-                if key in arc.b2:
-                    # reached T2 on two references and left without a third: a burst
-                    # polluted T2, so treat longer bursts as one reference
-                    if len(hist) == 2 and self.correlated_window < MAX_CORRELATED_WINDOW:
-                        self.correlated_window += 1
-                elif key in self._bursty:
-                    self._bursty_ghosts[key] = None
-                    if len(self._bursty_ghosts) > self.capacity:
-                        self._bursty_ghosts.popitem(last=False)
-            self._bursty.discard(key)
+            self._bursts.evicted(key, key in arc.b2, len(hist))
         elif self._hot.records:
             key = self._hot.victim()
             self._hot.remove(key)
@@ -258,8 +211,7 @@ class HybridCache(PolicyCache[K, V]):
         self._arc.clear()
         self._hot.clear()
         self._refs.clear()
-        self._bursty.clear()
-        self._bursty_ghosts.clear()
+        self._bursts.clear()
 
     # -- regions ---------------------------------------------------------------------
 
@@ -275,10 +227,9 @@ class HybridCache(PolicyCache[K, V]):
         now = hot.tick()
         arc = self._arc
         t1 = arc.t1
-        if now - hist[0] <= self.correlated_window:
+        if self._bursts.same_burst(key, now, hist[0]):
             # same burst (re-requests while typing): recency only, not frequency
             hist[0] = now
-            self._bursty.add(key)
             if key in t1:
                 t1.move_to_end(key)
             else:
@@ -299,7 +250,7 @@ class HybridCache(PolicyCache[K, V]):
     def _promote(self, key: Hashable, hist: list[int]) -> None:
         self._arc.remove(key)
         del self._refs[key]
-        self._bursty.discard(key)
+        self._bursts.forget(key)
         self._hot.add(key, hist, reference=False)
         self.promotions += 1
         self._enforce_hot_limit()
@@ -317,7 +268,7 @@ class HybridCache(PolicyCache[K, V]):
         out = super().stats()
         out.update(
             alpha=round(self.alpha, 3),
-            alphaMode="fixed" if self._fixed_alpha is not None else "auto",
+            alphaMode=self._balance.mode,
             p=round(self._arc.p, 3),
             t1Target=round(self.t1_target, 3),
             hotLimit=self.hot_limit,

@@ -8,7 +8,7 @@ from typing import Any
 from lsprotocol import types
 
 from lsp_server.server import ScopecacheServer
-from lsp_server.settings import settings_from_client
+from lsp_server.settings_codec import settings_from_client
 
 logger = logging.getLogger(__name__)
 

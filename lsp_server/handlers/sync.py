@@ -7,7 +7,7 @@ import time
 
 from lsprotocol import types
 
-from lsp_server.documents import UnknownDocumentError
+from lsp_server.document_store import UnknownDocumentError
 from lsp_server.server import ScopecacheServer
 
 logger = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from lsprotocol.types import (
 from tree_sitter import Node, Parser
 
 from cache.keys import LineAnchor, ScopeKey
-from lsp_server.documents import DocumentStore
+from lsp_server.document_store import DocumentStore
 from lsp_server.languages import PYTHON
 from lsp_server.syntax import syntax_context
 

@@ -10,7 +10,8 @@ from lsprotocol.types import (
 )
 from tree_sitter import Node, Parser
 
-from lsp_server.documents import Document, DocumentStore, UnknownDocumentError
+from lsp_server.document_store import DocumentStore, UnknownDocumentError
+from lsp_server.documents import Document
 from lsp_server.languages import PYTHON, LanguageRegistry, LanguageSpec
 
 URI = "file:///work/example.py"

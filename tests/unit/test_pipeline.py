@@ -8,7 +8,7 @@ from lsprotocol import types
 
 from cache.policies import make_policy
 from cache.store import CompletionStore
-from lsp_server.documents import DocumentStore
+from lsp_server.document_store import DocumentStore
 from lsp_server.inflight import InflightRegistry
 from lsp_server.notify import UserNotifier
 from lsp_server.pipeline import CompletionPipeline

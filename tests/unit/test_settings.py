@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.settings import (
-    Settings,
+from lsp_server.settings import Settings
+from lsp_server.settings_codec import (
     SettingsFileError,
     load_toml,
     parse_settings,

@@ -4,7 +4,8 @@ import pytest
 from lsprotocol.types import Position, Range, TextDocumentContentChangePartial
 
 from cache.keys import LineAnchor, ScopeKey
-from lsp_server.documents import Document, DocumentStore
+from lsp_server.document_store import DocumentStore
+from lsp_server.documents import Document
 from lsp_server.syntax import SyntaxContext, syntax_context
 
 URI = "file:///work/shop.py"
