@@ -19,7 +19,6 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from cache.heat import ContextHeat, line_entropy
-from cache.l2.base import L2Change, L2Store
 from cache.store import CompletionStore
 from lsp_server import assembly
 from lsp_server.documents import Document, DocumentStore
@@ -28,6 +27,7 @@ from lsp_server.first_use import rehearse_exclusion, rehearse_protocol
 from lsp_server.hints import DEFAULT_WINDOW as HINT_WINDOW
 from lsp_server.hints import diagnose, signal_values
 from lsp_server.inflight import InflightRegistry
+from lsp_server.l2_link import L2Link
 from lsp_server.metrics import MetricsRegistry, pool_state
 from lsp_server.metrics_http import MetricsEndpoint
 from lsp_server.notify import UserNotifier
@@ -95,7 +95,12 @@ class ScopecacheServer(LanguageServer):
         self.heat = ContextHeat()
         self.store: CompletionStore = store or assembly.build_store(self.settings, self.heat)
         self.l2: SharedTier | None = l2
-        self._own_l2: L2Store | None = None
+        self.l2_link = L2Link(
+            notifier=self.notifier,
+            spawn=self.spawn,
+            l1=lambda: self.store,
+            prewarm_limit=lambda: self.settings.cache.prewarm,
+        )
         self._signatures: dict[str, tuple[Any, ...]] = {}
         self._served: OrderedDict[str, ServedItem] = OrderedDict()
         self._item_ids = itertools.count(1)
@@ -139,61 +144,10 @@ class ScopecacheServer(LanguageServer):
         elif self._changed("backend", assembly.backend_signature(settings)):
             self._replace_backend(settings)
         if self._host_l2 is None and self._changed("l2", assembly.l2_signature(settings)):
-            self._replace_l2(settings)
+            self.l2 = self.l2_link.replace(settings, started=self._initialized)
         if self._initialized:
             self._sync_metrics_endpoint(settings)
         self.pipeline = self._make_pipeline()
-
-    def _replace_l2(self, settings: Settings) -> None:
-        old, self.l2 = self._own_l2, None
-        self._own_l2 = None
-        if old is not None:
-            self.spawn(old.aclose())
-            self.notifier.resolved("l2")  # the new store reports its own trouble
-        store = assembly.build_l2(settings)
-        if store is None:
-            return
-        self._own_l2 = store
-        self.l2 = store
-        store.subscribe(self._on_l2_change)
-        store.on_state_change(lambda state, reason: self._on_l2_state(store, state, reason))
-        if self._initialized:
-            self.spawn(self._start_l2(store))
-
-    def _on_l2_change(self, change: L2Change) -> None:
-        # Another editor window stored an answer: make it servable here too.
-        if change.kind == "put" and change.entry is not None:
-            self.store.add_entry(change.entry)
-
-    def _on_l2_state(self, store: L2Store, state: str, reason: str) -> None:
-        # Mid-session (disk full, Redis gone, file read-only): tell the user
-        # once when it goes down and once when it is back.
-        if store is not self._own_l2:
-            return  # a replaced store closing down is no news
-        where = getattr(store, "path", None) or store.kind
-        if state == "down":
-            self.notifier.problem(
-                "l2", f"shared cache unavailable ({where}: {reason[:200]}); continuing without it"
-            )
-        else:
-            self.notifier.resolved("l2", f"shared cache available again ({where})")
-
-    async def _start_l2(self, store: L2Store) -> None:
-        await store.start()
-        if store.state == "down":
-            where = getattr(store, "path", None) or store.kind
-            self.notifier.problem(
-                "l2", f"shared cache unavailable ({where}); continuing without it"
-            )
-            return
-        limit = self.settings.cache.prewarm
-        if limit <= 0:
-            return
-        entries = await store.hottest(limit)
-        for entry in entries:
-            self.store.add_entry(entry)
-        if entries:
-            logger.info("prewarmed L1 with %d entries from L2", len(entries))
 
     def _changed(self, part: str, signature: tuple[Any, ...]) -> bool:
         if self._signatures.get(part) == signature:
@@ -253,8 +207,7 @@ class ScopecacheServer(LanguageServer):
         self._started = True
         if self.backend is not None:
             self.spawn(self._warm_up(self.backend))
-        if self._own_l2 is not None:
-            self.spawn(self._start_l2(self._own_l2))
+        self.l2_link.start()
         self._sync_metrics_endpoint(self.settings)
         # CPU work, queued behind the warm-ups' first steps (they wait on I/O).
         asyncio.get_running_loop().call_soon(self._rehearse_first_use)
@@ -301,8 +254,7 @@ class ScopecacheServer(LanguageServer):
         self.inflight.cancel_all()
         if self.backend is not None:
             await self.backend.aclose()
-        if self._own_l2 is not None:
-            await self._own_l2.aclose()
+        await self.l2_link.aclose()
         if self.metrics_endpoint is not None:
             await self.metrics_endpoint.aclose()
         if self.recorder is not None:
@@ -457,8 +409,8 @@ class ScopecacheServer(LanguageServer):
             "ttftMsP50": counters.ttft_ms_p50 if counters else 0.0,
             "ttftMsP95": counters.ttft_ms_p95 if counters else 0.0,
         }
-        if self._own_l2 is not None:
-            snapshot["l2"] = self._own_l2.stats()
+        if self.l2_link.store is not None:
+            snapshot["l2"] = self.l2_link.store.stats()
         snapshot["inflight"] = len(self.inflight)
         snapshot["upstreamCancelled"] = self.inflight.cancelled_upstream
         snapshot["upstreamCompleted"] = self.inflight.completed_upstream
