@@ -24,11 +24,9 @@ from lsp_server import assembly
 from lsp_server.documents import Document, DocumentStore
 from lsp_server.exclude import is_excluded
 from lsp_server.first_use import rehearse_exclusion, rehearse_protocol
-from lsp_server.hints import DEFAULT_WINDOW as HINT_WINDOW
-from lsp_server.hints import diagnose, signal_values
 from lsp_server.inflight import InflightRegistry
 from lsp_server.l2_link import L2Link
-from lsp_server.metrics import MetricsRegistry, pool_state
+from lsp_server.metrics import MetricsRegistry
 from lsp_server.metrics_http import MetricsEndpoint
 from lsp_server.notify import UserNotifier
 from lsp_server.pipeline import CompletionPipeline, SharedTier, Suggestion
@@ -37,6 +35,7 @@ from lsp_server.recorder import TraceRecorder
 from lsp_server.settings import Settings, parse_settings
 from lsp_server.speculate import SpeculativePrefetcher
 from lsp_server.stats import ServerStats
+from lsp_server.stats_answer import stats_answer
 from lsp_server.syntax import SyntaxContext, completion_context
 from lsp_server.throttle import MissThrottle
 from transport.backend import CompletionBackend
@@ -387,41 +386,5 @@ class ScopecacheServer(LanguageServer):
         return True
 
     def stats_snapshot(self) -> dict[str, Any]:
-        """The ``scopecache/stats`` answer."""
-        snapshot = self.stats.snapshot()
-        snapshot["cache"] = {
-            **self.store.policy_stats(),
-            "policy": self.store.policy_name,
-            "capacity": self.store.capacity,
-            "size": len(self.store),
-        }
-        counters = self.backend.counters() if self.backend is not None else None
-        snapshot["transport"] = {
-            "dnsLookups": counters.dns_lookups if counters else 0,
-            "connectionsOpened": counters.connections_opened if counters else 0,
-            "requests": counters.requests if counters else 0,
-            "retries": counters.retries if counters else 0,
-            "errorsByKind": dict(counters.errors_by_kind) if counters else {},
-            "circuit": counters.circuit if counters else "closed",
-            "endpoint": self.settings.endpoint,
-            "dnsFallbacks": counters.dns_fallbacks if counters else 0,
-            "streamsReset": counters.streams_reset if counters else 0,
-            "ttftMsP50": counters.ttft_ms_p50 if counters else 0.0,
-            "ttftMsP95": counters.ttft_ms_p95 if counters else 0.0,
-        }
-        if self.l2_link.store is not None:
-            snapshot["l2"] = self.l2_link.store.stats()
-        snapshot["inflight"] = len(self.inflight)
-        snapshot["upstreamCancelled"] = self.inflight.cancelled_upstream
-        snapshot["upstreamCompleted"] = self.inflight.completed_upstream
-        snapshot["wastedChars"] = self.inflight.wasted_chars
-        snapshot["documents"] = len(self.documents)
-        snapshot["problems"] = self.notifier.active()
-        snapshot["pool"] = pool_state(self.backend, self.settings.transport.max_connections)
-        snapshot["metrics"] = self.metrics.snapshot()
-        if self.metrics.sample_due():
-            self.metrics.add_sample(signal_values(snapshot))
-        snapshot["hints"] = diagnose(self.metrics.window(HINT_WINDOW))
-        if self.metrics_endpoint is not None:
-            snapshot["metricsUrl"] = self.metrics_endpoint.url
-        return snapshot
+        """The ``scopecache/stats`` answer (``lsp_server.stats_answer``)."""
+        return stats_answer(self)
