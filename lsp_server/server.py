@@ -1,41 +1,41 @@
-"""The scopecache language server: its state and how a suggestion is made.
+"""The scopecache language server: its state, its settings and its lifecycle.
 
 ``ScopecacheServer`` owns the documents, the settings, the caches, the
-completion backend and the stats. The LSP handlers (``lsp_server.handlers``)
-are thin: they translate LSP messages into calls on this object.
+completion backend and the stats, and rebuilds only the parts whose settings
+changed. The LSP handlers (``lsp_server.handlers``) are thin: they translate
+LSP messages into calls on this object or on the feature modules that work
+on it (``lsp_server.suggestions``, ``lsp_server.stats_answer``,
+``lsp_server.l2_link``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from cache.heat import ContextHeat, line_entropy
+from cache.heat import ContextHeat
 from cache.store import CompletionStore
 from lsp_server import assembly
 from lsp_server.documents import Document, DocumentStore
-from lsp_server.exclude import is_excluded
 from lsp_server.first_use import rehearse_exclusion, rehearse_protocol
 from lsp_server.inflight import InflightRegistry
 from lsp_server.l2_link import L2Link
 from lsp_server.metrics import MetricsRegistry
 from lsp_server.metrics_http import MetricsEndpoint
 from lsp_server.notify import UserNotifier
-from lsp_server.pipeline import CompletionPipeline, SharedTier, Suggestion
+from lsp_server.pipeline import CompletionPipeline, SharedTier
 from lsp_server.protocol import ScopecacheProtocol
 from lsp_server.recorder import TraceRecorder
 from lsp_server.settings import Settings, parse_settings
 from lsp_server.speculate import SpeculativePrefetcher
 from lsp_server.stats import ServerStats
 from lsp_server.stats_answer import stats_answer
+from lsp_server.suggestions import ServedItems
 from lsp_server.syntax import SyntaxContext, completion_context
 from lsp_server.throttle import MissThrottle
 from transport.backend import CompletionBackend
@@ -44,23 +44,6 @@ from transport.errors import TransportError
 logger = logging.getLogger(__name__)
 
 __version__ = "0.1.0"
-
-#: seconds after a served suggestion before its speculative prefetch starts
-SPECULATION_DELAY = 0.005
-
-#: suggestions remembered for ``scopecache.accepted``
-SERVED_ITEMS_KEPT = 256
-
-
-@dataclass(frozen=True, slots=True)
-class ServedItem:
-    """A suggestion that went out, so an acceptance can be attributed."""
-
-    uri: str
-    line: int
-    character: int
-    text: str
-    source: str
 
 
 class ScopecacheServer(LanguageServer):
@@ -85,7 +68,6 @@ class ScopecacheServer(LanguageServer):
         self.inflight = InflightRegistry()
         self.throttle = MissThrottle()
         self.speculator = SpeculativePrefetcher(self.settings.speculative)
-        self._rate_limited_seen = 0
         self.recorder: TraceRecorder | None = None
         self._host_backend = backend
         self._host_store = store
@@ -101,8 +83,7 @@ class ScopecacheServer(LanguageServer):
             prewarm_limit=lambda: self.settings.cache.prewarm,
         )
         self._signatures: dict[str, tuple[Any, ...]] = {}
-        self._served: OrderedDict[str, ServedItem] = OrderedDict()
-        self._item_ids = itertools.count(1)
+        self.served = ServedItems()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.pipeline = self._make_pipeline()
 
@@ -269,121 +250,9 @@ class ScopecacheServer(LanguageServer):
 
     # -- completions ------------------------------------------------------
 
-    def _completable(self, uri: str) -> Document | None:
-        """The open document at ``uri``, or None when unknown or excluded."""
-        doc = self.documents.get(uri)
-        if doc is None:
-            logger.debug("completion for unknown document %s", uri)
-            return None
-        if is_excluded(uri, self.settings.exclude):
-            return None
-        return doc
-
     def doc_context(self, doc: Document, position: types.Position) -> SyntaxContext:
         """The syntax context of ``doc`` at ``position`` with the configured windows."""
         return completion_context(doc, position, self.settings.completion)
-
-    async def suggest(
-        self,
-        uri: str,
-        position: types.Position,
-        *,
-        automatic: bool = True,
-        method: str = "inline",
-    ) -> tuple[Suggestion, str, SyntaxContext] | None:
-        """A suggestion at ``position`` with its item id, or None.
-
-        ``automatic`` tells whether the editor asked by itself while the user
-        typed (rather than the user invoking completion): it feeds the hybrid
-        policy's context weight. ``method`` is ``inline`` or ``list``.
-        """
-        doc = self._completable(uri)
-        if doc is None:
-            self.stats.requests += 1
-            self.stats.record_empty(0.0)
-            return None
-        try:
-            return await self._suggest(doc, position, automatic=automatic, method=method)
-        except Exception:
-            self.stats.errors += 1  # answered with an error: counted, never silent
-            raise
-
-    async def _suggest(
-        self, doc: Document, position: types.Position, *, automatic: bool, method: str
-    ) -> tuple[Suggestion, str, SyntaxContext] | None:
-        ctx = self.doc_context(doc, position)
-        self.heat.record(automatic=automatic, entropy=line_entropy(ctx.line_prefix))
-        uri, version = doc.uri, doc.version
-
-        def still_current() -> bool:
-            return self.documents.get(uri) is doc and doc.version == version
-
-        if self.recorder is not None:
-            self.recorder.complete(uri, position, method)
-        suggestion = await self.pipeline.complete(
-            uri, ctx, still_current=still_current, method=method
-        )
-        if suggestion is None:
-            return None
-        if suggestion.text and self.speculator.settings.enabled and self.backend is not None:
-            # After the answer has gone out, not before: it must not delay it.
-            asyncio.get_running_loop().call_later(
-                SPECULATION_DELAY, self._speculate, doc, version, ctx, suggestion.text
-            )
-        item_id = f"s{next(self._item_ids)}"
-        self._served[item_id] = ServedItem(
-            uri, ctx.line, ctx.character, suggestion.text, suggestion.source
-        )
-        while len(self._served) > SERVED_ITEMS_KEPT:
-            self._served.popitem(last=False)
-        return suggestion, item_id, ctx
-
-    def _speculate(self, doc: Document, version: int, ctx: SyntaxContext, text: str) -> None:
-        if self.backend is None or self.documents.get(doc.uri) is not doc:
-            return
-        if self.store.policy_name == "none":
-            return  # nothing fetched ahead could be kept
-        if doc.version != version:
-            # The user typed on since: speculate only if they typed the suggestion.
-            caught_up = self._typed_towards(doc, ctx, text)
-            if caught_up is None:
-                return
-            ctx, text = caught_up
-        counters = self.backend.counters()
-        rate_limited = counters.errors_by_kind.get("rate_limited", 0)
-        if rate_limited > self._rate_limited_seen:
-            self._rate_limited_seen = rate_limited
-            self.speculator.pause()
-        try:
-            self.speculator.after_served(
-                doc, ctx, text, self.pipeline, self.doc_context, circuit=counters.circuit
-            )
-        except Exception:  # speculation is an optimisation: never let it hurt
-            logger.exception("speculative prefetch failed")
-
-    def _typed_towards(
-        self, doc: Document, ctx: SyntaxContext, text: str
-    ) -> tuple[SyntaxContext, str] | None:
-        """The context at the end of the line and what is left of ``text`` to type.
-
-        None unless the line is still a prefix of the predicted line (the user
-        is typing the suggestion, or accepted part of it).
-        """
-        first, newline, later = text.partition("\n")
-        predicted = ctx.line_prefix + first
-        current = doc.line_text(ctx.line)
-        if not predicted.startswith(current) or len(current) < len(ctx.line_prefix):
-            return None
-        end_of_line = doc.position_at(doc.buffer.line_end(ctx.line))  # in the negotiated encoding
-        return self.doc_context(doc, end_of_line), predicted[len(current) :] + newline + later
-
-    def accepted(self, item_id: str) -> bool:
-        """The editor reports that the user accepted a suggestion."""
-        item = self._served.get(item_id)
-        if item is None:
-            return False
-        self.stats.accepted += 1
-        return True
 
     def stats_snapshot(self) -> dict[str, Any]:
         """The ``scopecache/stats`` answer (``lsp_server.stats_answer``)."""
