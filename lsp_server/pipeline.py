@@ -8,9 +8,9 @@ Lookup order for one request (DESIGN.md, "One keystroke, as data"):
 2. an upstream stream in flight whose prediction the user is typing through:
    attach to it instead of asking again;
 3. the shared L2 tier, verified like L1;
-4. upstream, after the miss throttle. The answer is stored once, in L1 and
-   L2, when the stream finishes normally; errors and cut-off streams are never
-   stored.
+4. upstream, after the miss throttle (``lsp_server.upstream_streams``). The
+   answer is stored once, in L1 and L2, when the stream finishes normally;
+   errors and cut-off streams are never stored.
 
 Whatever is served is checked against the document once more just before it
 goes out: if the buffer moved on while we waited, nothing is shown.
@@ -19,7 +19,6 @@ goes out: if the buffer moved on while we waited, nothing is shown.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -29,15 +28,15 @@ from typing import Protocol
 from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey, fingerprint
 from cache.store import CompletionStore, Hit
-from lsp_server.inflight import InflightRegistry, InflightStream
-from lsp_server.metrics import MetricsRegistry, timed_stream
+from lsp_server.inflight import InflightRegistry
+from lsp_server.metrics import MetricsRegistry
 from lsp_server.notify import UserNotifier
 from lsp_server.settings import CompletionSettings
 from lsp_server.stats import ServerStats
 from lsp_server.syntax import SyntaxContext
 from lsp_server.throttle import MissThrottle
-from transport.backend import CompletionBackend, CompletionRequest
-from transport.errors import AuthError, TransportError
+from lsp_server.upstream_streams import UpstreamStreams
+from transport.backend import CompletionBackend
 
 logger = logging.getLogger(__name__)
 
@@ -119,8 +118,18 @@ class CompletionPipeline:
         self.l2 = l2
         self._clock = clock
         self.metrics = metrics if metrics is not None else MetricsRegistry()
-        self._ids = itertools.count(1)
-        self._background: set[asyncio.Task[None]] = set()
+        self.upstream = UpstreamStreams(
+            store=store,
+            backend=backend,
+            stats=stats,
+            throttle=throttle,
+            inflight=inflight,
+            notifier=notifier,
+            completion=completion,
+            l2=l2,
+            clock=clock,
+            metrics=self.metrics,
+        )
 
     async def complete(
         self,
@@ -187,7 +196,7 @@ class CompletionPipeline:
         stream = self.inflight.find(anchor, ctx.line_prefix)
         if stream is None:
             return None
-        text = await self._wait(stream)
+        text = await self.upstream.wait(stream)
         typed = stream.typed_since(ctx.line_prefix) or ""
         if text is None or len(text) <= len(typed) or not text.startswith(typed):
             return None
@@ -210,8 +219,8 @@ class CompletionPipeline:
     async def _upstream(
         self, uri: str, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext
     ) -> Suggestion | None:
-        stream = self._start(uri, key, anchor, ctx)
-        text = await self._wait(stream)
+        stream = self.upstream.start(uri, key, anchor, ctx)
+        text = await self.upstream.wait(stream)
         if not text:
             return None
         return Suggestion(text, "upstream")
@@ -230,94 +239,8 @@ class CompletionPipeline:
             return False
         if self.inflight.find(anchor, ctx.line_prefix) is not None:
             return False
-        self._start(uri, key, anchor, ctx, predicted=predicted)
+        self.upstream.start(uri, key, anchor, ctx, predicted=predicted)
         return True
-
-    def _start(
-        self,
-        uri: str,
-        key: ScopeKey,
-        anchor: LineAnchor,
-        ctx: SyntaxContext,
-        *,
-        predicted: tuple[int, str] | None = None,
-    ) -> InflightStream:
-        """Start an upstream stream whose answer is stored when it ends."""
-        assert self.backend is not None
-        backend = self.backend
-        speculative = predicted is not None
-        request = CompletionRequest(
-            prefix=ctx.prefix,
-            suffix=ctx.suffix,
-            language=ctx.language,
-            max_tokens=self.completion.max_tokens,
-            temperature=self.completion.temperature,
-            stop=tuple(self.completion.stop),
-            multiline=self.completion.multiline and ctx.block_opener,
-            request_id=f"r{next(self._ids)}",
-            speculative=speculative,
-        )
-        started = self._clock()
-
-        def on_complete(stream: InflightStream) -> None:
-            self.throttle.note_ttft(self._clock() - started)
-            if self.throttle.ttft is not None:
-                self.inflight.adapt_grace(self.throttle.ttft)
-            if not stream.text:
-                return
-            entry = self.store.put(
-                key,
-                anchor,
-                ctx.line_prefix,
-                stream.text,
-                context=ctx.line_context,
-                origin="speculative" if speculative else "upstream",
-            )
-            if entry is not None:
-                self._share(entry)
-
-        self.stats.upstream_requests += 1
-        if speculative:
-            self.stats.speculative_requests += 1
-        return self.inflight.start(
-            predicted=predicted,
-            uri=uri,
-            anchor=anchor,
-            line_prefix=ctx.line_prefix,
-            open_stream=lambda: timed_stream(backend, request, self.metrics, self._clock),
-            on_complete=on_complete,
-        )
-
-    async def _wait(self, stream: InflightStream) -> str | None:
-        try:
-            text = await self.inflight.wait(stream)
-        except AuthError as exc:
-            # No token: completions pause (empty answers) until one can be had.
-            self.stats.upstream_errors += 1
-            self.notifier.problem("auth", f"completions paused, no access token: {exc}")
-            return None
-        except TransportError as exc:
-            self.stats.upstream_errors += 1
-            self.notifier.problem("upstream", f"completion service failed: {exc}")
-            return None
-        except asyncio.CancelledError:
-            if stream.task is not None and stream.task.cancelled():
-                # The stream was cancelled under us (the user diverged): no answer.
-                current = asyncio.current_task()
-                if current is not None and current.cancelling():
-                    raise
-                return None
-            raise
-        self.notifier.resolved("auth", "access token obtained, completions resumed")
-        self.notifier.resolved("upstream", "completion service is answering again")
-        return text
-
-    def _share(self, entry: CachedCompletion) -> None:
-        if self.l2 is None:
-            return
-        task = asyncio.ensure_future(self.l2.put(entry))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
 
     def clear(self) -> int:
         """Empty L1; returns how many entries were removed."""

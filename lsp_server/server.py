@@ -1,44 +1,43 @@
-"""The scopecache language server: its state and how a suggestion is made.
+"""The scopecache language server: its state, its settings and its lifecycle.
 
 ``ScopecacheServer`` owns the documents, the settings, the caches, the
-completion backend and the stats. The LSP handlers (``lsp_server.handlers``)
-are thin: they translate LSP messages into calls on this object.
+completion backend and the stats, and rebuilds only the parts whose settings
+changed. The LSP handlers (``lsp_server.handlers``) are thin: they translate
+LSP messages into calls on this object or on the feature modules that work
+on it (``lsp_server.suggestions``, ``lsp_server.stats_answer``,
+``lsp_server.l2_link``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from cache.heat import ContextHeat, line_entropy
-from cache.l2.base import L2Change, L2Store
+from cache.heat import ContextHeat
 from cache.store import CompletionStore
 from lsp_server import assembly
 from lsp_server.document_store import DocumentStore
 from lsp_server.documents import Document
-from lsp_server.exclude import is_excluded
 from lsp_server.first_use import rehearse_exclusion, rehearse_protocol
-from lsp_server.hints import DEFAULT_WINDOW as HINT_WINDOW
-from lsp_server.hints import diagnose, signal_values
 from lsp_server.inflight import InflightRegistry
-from lsp_server.metrics import MetricsRegistry, pool_state
+from lsp_server.l2_link import L2Link
+from lsp_server.metrics import MetricsRegistry
 from lsp_server.metrics_http import MetricsEndpoint
 from lsp_server.notify import UserNotifier
-from lsp_server.pipeline import CompletionPipeline, SharedTier, Suggestion
+from lsp_server.pipeline import CompletionPipeline, SharedTier
 from lsp_server.protocol import ScopecacheProtocol
 from lsp_server.recorder import TraceRecorder
 from lsp_server.settings import Settings
 from lsp_server.settings_codec import parse_settings
 from lsp_server.speculate import SpeculativePrefetcher
 from lsp_server.stats import ServerStats
+from lsp_server.stats_answer import stats_answer
+from lsp_server.suggestions import ServedItems
 from lsp_server.syntax import SyntaxContext, completion_context
 from lsp_server.throttle import MissThrottle
 from transport.backend import CompletionBackend
@@ -47,23 +46,6 @@ from transport.errors import TransportError
 logger = logging.getLogger(__name__)
 
 __version__ = "0.1.0"
-
-#: seconds after a served suggestion before its speculative prefetch starts
-SPECULATION_DELAY = 0.005
-
-#: suggestions remembered for ``scopecache.accepted``
-SERVED_ITEMS_KEPT = 256
-
-
-@dataclass(frozen=True, slots=True)
-class ServedItem:
-    """A suggestion that went out, so an acceptance can be attributed."""
-
-    uri: str
-    line: int
-    character: int
-    text: str
-    source: str
 
 
 class ScopecacheServer(LanguageServer):
@@ -88,7 +70,6 @@ class ScopecacheServer(LanguageServer):
         self.inflight = InflightRegistry()
         self.throttle = MissThrottle()
         self.speculator = SpeculativePrefetcher(self.settings.speculative)
-        self._rate_limited_seen = 0
         self.recorder: TraceRecorder | None = None
         self._host_backend = backend
         self._host_store = store
@@ -97,10 +78,14 @@ class ScopecacheServer(LanguageServer):
         self.heat = ContextHeat()
         self.store: CompletionStore = store or assembly.build_store(self.settings, self.heat)
         self.l2: SharedTier | None = l2
-        self._own_l2: L2Store | None = None
+        self.l2_link = L2Link(
+            notifier=self.notifier,
+            spawn=self.spawn,
+            l1=lambda: self.store,
+            prewarm_limit=lambda: self.settings.cache.prewarm,
+        )
         self._signatures: dict[str, tuple[Any, ...]] = {}
-        self._served: OrderedDict[str, ServedItem] = OrderedDict()
-        self._item_ids = itertools.count(1)
+        self.served = ServedItems()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.pipeline = self._make_pipeline()
 
@@ -141,61 +126,10 @@ class ScopecacheServer(LanguageServer):
         elif self._changed("backend", assembly.backend_signature(settings)):
             self._replace_backend(settings)
         if self._host_l2 is None and self._changed("l2", assembly.l2_signature(settings)):
-            self._replace_l2(settings)
+            self.l2 = self.l2_link.replace(settings, started=self._initialized)
         if self._initialized:
             self._sync_metrics_endpoint(settings)
         self.pipeline = self._make_pipeline()
-
-    def _replace_l2(self, settings: Settings) -> None:
-        old, self.l2 = self._own_l2, None
-        self._own_l2 = None
-        if old is not None:
-            self.spawn(old.aclose())
-            self.notifier.resolved("l2")  # the new store reports its own trouble
-        store = assembly.build_l2(settings)
-        if store is None:
-            return
-        self._own_l2 = store
-        self.l2 = store
-        store.subscribe(self._on_l2_change)
-        store.on_state_change(lambda state, reason: self._on_l2_state(store, state, reason))
-        if self._initialized:
-            self.spawn(self._start_l2(store))
-
-    def _on_l2_change(self, change: L2Change) -> None:
-        # Another editor window stored an answer: make it servable here too.
-        if change.kind == "put" and change.entry is not None:
-            self.store.add_entry(change.entry)
-
-    def _on_l2_state(self, store: L2Store, state: str, reason: str) -> None:
-        # Mid-session (disk full, Redis gone, file read-only): tell the user
-        # once when it goes down and once when it is back.
-        if store is not self._own_l2:
-            return  # a replaced store closing down is no news
-        where = getattr(store, "path", None) or store.kind
-        if state == "down":
-            self.notifier.problem(
-                "l2", f"shared cache unavailable ({where}: {reason[:200]}); continuing without it"
-            )
-        else:
-            self.notifier.resolved("l2", f"shared cache available again ({where})")
-
-    async def _start_l2(self, store: L2Store) -> None:
-        await store.start()
-        if store.state == "down":
-            where = getattr(store, "path", None) or store.kind
-            self.notifier.problem(
-                "l2", f"shared cache unavailable ({where}); continuing without it"
-            )
-            return
-        limit = self.settings.cache.prewarm
-        if limit <= 0:
-            return
-        entries = await store.hottest(limit)
-        for entry in entries:
-            self.store.add_entry(entry)
-        if entries:
-            logger.info("prewarmed L1 with %d entries from L2", len(entries))
 
     def _changed(self, part: str, signature: tuple[Any, ...]) -> bool:
         if self._signatures.get(part) == signature:
@@ -255,8 +189,7 @@ class ScopecacheServer(LanguageServer):
         self._started = True
         if self.backend is not None:
             self.spawn(self._warm_up(self.backend))
-        if self._own_l2 is not None:
-            self.spawn(self._start_l2(self._own_l2))
+        self.l2_link.start()
         self._sync_metrics_endpoint(self.settings)
         # CPU work, queued behind the warm-ups' first steps (they wait on I/O).
         asyncio.get_running_loop().call_soon(self._rehearse_first_use)
@@ -303,8 +236,7 @@ class ScopecacheServer(LanguageServer):
         self.inflight.cancel_all()
         if self.backend is not None:
             await self.backend.aclose()
-        if self._own_l2 is not None:
-            await self._own_l2.aclose()
+        await self.l2_link.aclose()
         if self.metrics_endpoint is not None:
             await self.metrics_endpoint.aclose()
         if self.recorder is not None:
@@ -320,158 +252,10 @@ class ScopecacheServer(LanguageServer):
 
     # -- completions ------------------------------------------------------
 
-    def _completable(self, uri: str) -> Document | None:
-        """The open document at ``uri``, or None when unknown or excluded."""
-        doc = self.documents.get(uri)
-        if doc is None:
-            logger.debug("completion for unknown document %s", uri)
-            return None
-        if is_excluded(uri, self.settings.exclude):
-            return None
-        return doc
-
     def doc_context(self, doc: Document, position: types.Position) -> SyntaxContext:
         """The syntax context of ``doc`` at ``position`` with the configured windows."""
         return completion_context(doc, position, self.settings.completion)
 
-    async def suggest(
-        self,
-        uri: str,
-        position: types.Position,
-        *,
-        automatic: bool = True,
-        method: str = "inline",
-    ) -> tuple[Suggestion, str, SyntaxContext] | None:
-        """A suggestion at ``position`` with its item id, or None.
-
-        ``automatic`` tells whether the editor asked by itself while the user
-        typed (rather than the user invoking completion): it feeds the hybrid
-        policy's context weight. ``method`` is ``inline`` or ``list``.
-        """
-        doc = self._completable(uri)
-        if doc is None:
-            self.stats.requests += 1
-            self.stats.record_empty(0.0)
-            return None
-        try:
-            return await self._suggest(doc, position, automatic=automatic, method=method)
-        except Exception:
-            self.stats.errors += 1  # answered with an error: counted, never silent
-            raise
-
-    async def _suggest(
-        self, doc: Document, position: types.Position, *, automatic: bool, method: str
-    ) -> tuple[Suggestion, str, SyntaxContext] | None:
-        ctx = self.doc_context(doc, position)
-        self.heat.record(automatic=automatic, entropy=line_entropy(ctx.line_prefix))
-        uri, version = doc.uri, doc.version
-
-        def still_current() -> bool:
-            return self.documents.get(uri) is doc and doc.version == version
-
-        if self.recorder is not None:
-            self.recorder.complete(uri, position, method)
-        suggestion = await self.pipeline.complete(
-            uri, ctx, still_current=still_current, method=method
-        )
-        if suggestion is None:
-            return None
-        if suggestion.text and self.speculator.settings.enabled and self.backend is not None:
-            # After the answer has gone out, not before: it must not delay it.
-            asyncio.get_running_loop().call_later(
-                SPECULATION_DELAY, self._speculate, doc, version, ctx, suggestion.text
-            )
-        item_id = f"s{next(self._item_ids)}"
-        self._served[item_id] = ServedItem(
-            uri, ctx.line, ctx.character, suggestion.text, suggestion.source
-        )
-        while len(self._served) > SERVED_ITEMS_KEPT:
-            self._served.popitem(last=False)
-        return suggestion, item_id, ctx
-
-    def _speculate(self, doc: Document, version: int, ctx: SyntaxContext, text: str) -> None:
-        if self.backend is None or self.documents.get(doc.uri) is not doc:
-            return
-        if self.store.policy_name == "none":
-            return  # nothing fetched ahead could be kept
-        if doc.version != version:
-            # The user typed on since: speculate only if they typed the suggestion.
-            caught_up = self._typed_towards(doc, ctx, text)
-            if caught_up is None:
-                return
-            ctx, text = caught_up
-        counters = self.backend.counters()
-        rate_limited = counters.errors_by_kind.get("rate_limited", 0)
-        if rate_limited > self._rate_limited_seen:
-            self._rate_limited_seen = rate_limited
-            self.speculator.pause()
-        try:
-            self.speculator.after_served(
-                doc, ctx, text, self.pipeline, self.doc_context, circuit=counters.circuit
-            )
-        except Exception:  # speculation is an optimisation: never let it hurt
-            logger.exception("speculative prefetch failed")
-
-    def _typed_towards(
-        self, doc: Document, ctx: SyntaxContext, text: str
-    ) -> tuple[SyntaxContext, str] | None:
-        """The context at the end of the line and what is left of ``text`` to type.
-
-        None unless the line is still a prefix of the predicted line (the user
-        is typing the suggestion, or accepted part of it).
-        """
-        first, newline, later = text.partition("\n")
-        predicted = ctx.line_prefix + first
-        current = doc.line_text(ctx.line)
-        if not predicted.startswith(current) or len(current) < len(ctx.line_prefix):
-            return None
-        end_of_line = doc.position_at(doc.buffer.line_end(ctx.line))  # in the negotiated encoding
-        return self.doc_context(doc, end_of_line), predicted[len(current) :] + newline + later
-
-    def accepted(self, item_id: str) -> bool:
-        """The editor reports that the user accepted a suggestion."""
-        item = self._served.get(item_id)
-        if item is None:
-            return False
-        self.stats.accepted += 1
-        return True
-
     def stats_snapshot(self) -> dict[str, Any]:
-        """The ``scopecache/stats`` answer."""
-        snapshot = self.stats.snapshot()
-        snapshot["cache"] = {
-            **self.store.policy_stats(),
-            "policy": self.store.policy_name,
-            "capacity": self.store.capacity,
-            "size": len(self.store),
-        }
-        counters = self.backend.counters() if self.backend is not None else None
-        snapshot["transport"] = {
-            "dnsLookups": counters.dns_lookups if counters else 0,
-            "connectionsOpened": counters.connections_opened if counters else 0,
-            "requests": counters.requests if counters else 0,
-            "retries": counters.retries if counters else 0,
-            "errorsByKind": dict(counters.errors_by_kind) if counters else {},
-            "circuit": counters.circuit if counters else "closed",
-            "endpoint": self.settings.endpoint,
-            "dnsFallbacks": counters.dns_fallbacks if counters else 0,
-            "streamsReset": counters.streams_reset if counters else 0,
-            "ttftMsP50": counters.ttft_ms_p50 if counters else 0.0,
-            "ttftMsP95": counters.ttft_ms_p95 if counters else 0.0,
-        }
-        if self._own_l2 is not None:
-            snapshot["l2"] = self._own_l2.stats()
-        snapshot["inflight"] = len(self.inflight)
-        snapshot["upstreamCancelled"] = self.inflight.cancelled_upstream
-        snapshot["upstreamCompleted"] = self.inflight.completed_upstream
-        snapshot["wastedChars"] = self.inflight.wasted_chars
-        snapshot["documents"] = len(self.documents)
-        snapshot["problems"] = self.notifier.active()
-        snapshot["pool"] = pool_state(self.backend, self.settings.transport.max_connections)
-        snapshot["metrics"] = self.metrics.snapshot()
-        if self.metrics.sample_due():
-            self.metrics.add_sample(signal_values(snapshot))
-        snapshot["hints"] = diagnose(self.metrics.window(HINT_WINDOW))
-        if self.metrics_endpoint is not None:
-            snapshot["metricsUrl"] = self.metrics_endpoint.url
-        return snapshot
+        """The ``scopecache/stats`` answer (``lsp_server.stats_answer``)."""
+        return stats_answer(self)

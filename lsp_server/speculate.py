@@ -72,6 +72,23 @@ def after_accept(line_prefix: str, suggestion: str) -> tuple[str, str]:
     return suggestion + "\n" + indent, indent
 
 
+def typed_towards(
+    doc: Document, ctx: SyntaxContext, text: str, context_at: ContextAt
+) -> tuple[SyntaxContext, str] | None:
+    """The context at the end of the line and what is left of ``text`` to type.
+
+    None unless the line is still a prefix of the predicted line (the user
+    is typing the suggestion, or accepted part of it).
+    """
+    first, newline, later = text.partition("\n")
+    predicted = ctx.line_prefix + first
+    current = doc.line_text(ctx.line)
+    if not predicted.startswith(current) or len(current) < len(ctx.line_prefix):
+        return None
+    end_of_line = doc.position_at(doc.buffer.line_end(ctx.line))  # in the negotiated encoding
+    return context_at(doc, end_of_line), predicted[len(current) :] + newline + later
+
+
 class SpeculativePrefetcher:
     """Decides when to speculate and starts the background request."""
 
@@ -86,11 +103,18 @@ class SpeculativePrefetcher:
         self._started: deque[float] = deque()
         self._last: dict[str, tuple[int, str]] = {}
         self._paused_until = 0.0
+        self._rate_limited_seen = 0
         self.skipped = 0
 
     def pause(self) -> None:
         """The service is overloaded (429/503) or failing: stop speculating for a while."""
         self._paused_until = self._clock() + OVERLOAD_PAUSE
+
+    def note_rate_limited(self, total: int) -> None:
+        """The backend's count of rate-limited answers so far: pause on a new one."""
+        if total > self._rate_limited_seen:
+            self._rate_limited_seen = total
+            self.pause()
 
     def _within_budget(self) -> bool:
         now = self._clock()

@@ -9,6 +9,7 @@ from lsprotocol import types
 from lsp_server.handlers.inline import ACCEPT_COMMAND
 from lsp_server.positions import character_column, encode_text
 from lsp_server.server import ScopecacheServer
+from lsp_server.suggestions import suggest
 
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_]*$")
 
@@ -27,8 +28,8 @@ def register(server: ScopecacheServer) -> None:
             params.context is not None
             and params.context.trigger_kind == types.CompletionTriggerKind.Invoked
         )
-        result = await ls.suggest(
-            params.text_document.uri, params.position, automatic=not invoked, method="list"
+        result = await suggest(
+            ls, params.text_document.uri, params.position, automatic=not invoked, method="list"
         )
         if result is None:
             return types.CompletionList(is_incomplete=True, items=[])

@@ -7,6 +7,7 @@ from typing import Any
 
 from lsp_server.handlers.inline import ACCEPT_COMMAND
 from lsp_server.server import ScopecacheServer
+from lsp_server.suggestions import accepted as accept_item
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ def register(server: ScopecacheServer) -> None:
         if item_id is None:
             logger.debug("scopecache.accepted without an item id")
             return {"known": False}
-        return {"known": ls.accepted(item_id)}
+        return {"known": accept_item(ls, item_id)}
 
 
 def _first_string(args: Any) -> str | None:

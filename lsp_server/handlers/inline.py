@@ -5,6 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from lsp_server.server import ScopecacheServer
+from lsp_server.suggestions import suggest
 
 ACCEPT_COMMAND = "scopecache.accepted"
 
@@ -17,7 +18,7 @@ def register(server: ScopecacheServer) -> None:
         ls: ScopecacheServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
         automatic = params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
-        result = await ls.suggest(params.text_document.uri, params.position, automatic=automatic)
+        result = await suggest(ls, params.text_document.uri, params.position, automatic=automatic)
         if result is None:
             return types.InlineCompletionList(items=[])
         suggestion, item_id, ctx = result

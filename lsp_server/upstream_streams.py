@@ -1,0 +1,149 @@
+"""The pipeline's upstream step: start a stream, wait for its text, store the answer once.
+
+A stream is started for a miss (or a speculative prefetch) with the request
+built from the syntax context and the completion settings. When it ends
+normally its text is stored in L1 and shared with the L2 tier; errors and
+cut-off streams are never stored. Waiting turns the service's failures into
+one notice for the user (``auth``, ``upstream``) and an empty answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from cache.entry import CachedCompletion
+from cache.keys import LineAnchor, ScopeKey
+from cache.store import CompletionStore
+from lsp_server.inflight import InflightRegistry, InflightStream
+from lsp_server.metrics import MetricsRegistry, timed_stream
+from lsp_server.notify import UserNotifier
+from lsp_server.settings import CompletionSettings
+from lsp_server.stats import ServerStats
+from lsp_server.syntax import SyntaxContext
+from lsp_server.throttle import MissThrottle
+from transport.backend import CompletionBackend, CompletionRequest
+from transport.errors import AuthError, TransportError
+
+if TYPE_CHECKING:
+    from lsp_server.pipeline import SharedTier
+
+
+class UpstreamStreams:
+    """Starts the pipeline's upstream streams and waits for their answers."""
+
+    def __init__(
+        self,
+        *,
+        store: CompletionStore,
+        backend: CompletionBackend | None,
+        stats: ServerStats,
+        throttle: MissThrottle,
+        inflight: InflightRegistry,
+        notifier: UserNotifier,
+        completion: CompletionSettings,
+        l2: SharedTier | None,
+        clock: Callable[[], float],
+        metrics: MetricsRegistry,
+    ) -> None:
+        self.store = store
+        self.backend = backend
+        self.stats = stats
+        self.throttle = throttle
+        self.inflight = inflight
+        self.notifier = notifier
+        self.completion = completion
+        self.l2 = l2
+        self._clock = clock
+        self.metrics = metrics
+        self._ids = itertools.count(1)
+        self._background: set[asyncio.Task[None]] = set()
+
+    def start(
+        self,
+        uri: str,
+        key: ScopeKey,
+        anchor: LineAnchor,
+        ctx: SyntaxContext,
+        *,
+        predicted: tuple[int, str] | None = None,
+    ) -> InflightStream:
+        """Start an upstream stream whose answer is stored when it ends."""
+        assert self.backend is not None
+        backend = self.backend
+        speculative = predicted is not None
+        request = CompletionRequest(
+            prefix=ctx.prefix,
+            suffix=ctx.suffix,
+            language=ctx.language,
+            max_tokens=self.completion.max_tokens,
+            temperature=self.completion.temperature,
+            stop=tuple(self.completion.stop),
+            multiline=self.completion.multiline and ctx.block_opener,
+            request_id=f"r{next(self._ids)}",
+            speculative=speculative,
+        )
+        started = self._clock()
+
+        def on_complete(stream: InflightStream) -> None:
+            self.throttle.note_ttft(self._clock() - started)
+            if self.throttle.ttft is not None:
+                self.inflight.adapt_grace(self.throttle.ttft)
+            if not stream.text:
+                return
+            entry = self.store.put(
+                key,
+                anchor,
+                ctx.line_prefix,
+                stream.text,
+                context=ctx.line_context,
+                origin="speculative" if speculative else "upstream",
+            )
+            if entry is not None:
+                self._share(entry)
+
+        self.stats.upstream_requests += 1
+        if speculative:
+            self.stats.speculative_requests += 1
+        return self.inflight.start(
+            predicted=predicted,
+            uri=uri,
+            anchor=anchor,
+            line_prefix=ctx.line_prefix,
+            open_stream=lambda: timed_stream(backend, request, self.metrics, self._clock),
+            on_complete=on_complete,
+        )
+
+    async def wait(self, stream: InflightStream) -> str | None:
+        """The text of ``stream``; None when it failed or was cancelled under us."""
+        try:
+            text = await self.inflight.wait(stream)
+        except AuthError as exc:
+            # No token: completions pause (empty answers) until one can be had.
+            self.stats.upstream_errors += 1
+            self.notifier.problem("auth", f"completions paused, no access token: {exc}")
+            return None
+        except TransportError as exc:
+            self.stats.upstream_errors += 1
+            self.notifier.problem("upstream", f"completion service failed: {exc}")
+            return None
+        except asyncio.CancelledError:
+            if stream.task is not None and stream.task.cancelled():
+                # The stream was cancelled under us (the user diverged): no answer.
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise
+                return None
+            raise
+        self.notifier.resolved("auth", "access token obtained, completions resumed")
+        self.notifier.resolved("upstream", "completion service is answering again")
+        return text
+
+    def _share(self, entry: CachedCompletion) -> None:
+        if self.l2 is None:
+            return
+        task = asyncio.ensure_future(self.l2.put(entry))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
