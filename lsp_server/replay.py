@@ -27,7 +27,8 @@ from rich.table import Table
 from lsp_server.client import ServerProcess
 from lsp_server.settings import SettingsFileError, load_toml
 from lsp_server.stats import SOURCES, percentile
-from lsp_server.trace import ChangeEvent, CloseEvent, CompleteEvent, OpenEvent, Trace, read_trace
+from lsp_server.trace import ChangeEvent, CloseEvent, CompleteEvent, OpenEvent, Trace
+from lsp_server.trace_reader import read_trace
 from lsp_server.upstream_process import ReferenceProcess
 
 #: a suggestion shown within this many milliseconds of the keystroke is "instant"

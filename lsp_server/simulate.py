@@ -46,7 +46,8 @@ from lsp_server.strategies import (
     SimRequest,
 )
 from lsp_server.syntax import SyntaxContext, completion_context
-from lsp_server.trace import ChangeEvent, CompleteEvent, OpenEvent, TraceError, iter_trace
+from lsp_server.trace import ChangeEvent, CompleteEvent, OpenEvent, TraceError
+from lsp_server.trace_reader import iter_trace
 from transport.reference.engine import CorpusEngine
 
 logger = logging.getLogger(__name__)

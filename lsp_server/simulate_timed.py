@@ -44,7 +44,7 @@ from lsp_server.strategies import (
 from lsp_server.throttle import MissThrottle
 from lsp_server.timed_model import CLIENT_MODELS, DESIGN_NAMES, LatencyModel, TimedResult
 from lsp_server.timed_run import TimedRun
-from lsp_server.trace import read_header
+from lsp_server.trace_reader import read_header
 
 logger = logging.getLogger(__name__)
 

@@ -43,11 +43,11 @@ from lsp_server.trace import (
     Position,
     TextChange,
     Trace,
-    TraceDocuments,
     TraceHeader,
-    TraceWriter,
     utf16_len,
 )
+from lsp_server.trace_documents import TraceDocuments
+from lsp_server.trace_writer import TraceWriter
 
 SYNTH_VERSION = 1
 INDENT = "    "

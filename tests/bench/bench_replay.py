@@ -20,7 +20,8 @@ from typing import Any
 from lsp_server import simulate
 from lsp_server.replay import replay_trace
 from lsp_server.synth import sample_files, synthesize
-from lsp_server.trace import Trace, write_trace
+from lsp_server.trace import Trace
+from lsp_server.trace_writer import write_trace
 
 STDLIB = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
 FULL_FILES = ("textwrap.py", "shlex.py", "heapq.py")
