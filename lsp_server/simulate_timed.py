@@ -92,7 +92,7 @@ def collect_timed(
     on_event: Callable[[], None] | None = None,
 ) -> TimedTrace:
     """Read a trace for the timed model (see the module docstring)."""
-    from lsp_server.simulate import ReferenceAnswers, collect_requests
+    from lsp_server.simulate_requests import ReferenceAnswers, collect_requests
 
     answers = ReferenceAnswers(read_header(path).final.values(), completion)
     targets = PrefetchTargets(answers)
