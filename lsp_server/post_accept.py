@@ -4,9 +4,9 @@ Accepting the first line of a suggestion and pressing Enter in an
 auto-indenting editor leaves the cursor at the start of a new line, indented.
 ``PrefetchTargets`` computes the completion request of that state on the
 live document (edit, derive the syntax context and keys, undo), with the
-reference engine's answer there (``simulate.ReferenceAnswers``, shared with
-the requests themselves), for the timed simulation's speculative
-prefetch. The document is left exactly as it was.
+reference engine's answer there (``simulate_requests.ReferenceAnswers``,
+shared with the requests themselves), for the timed simulation's
+speculative prefetch. The document is left exactly as it was.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import replace
 from lsprotocol import types as lsp
 
 from lsp_server.documents import Document
-from lsp_server.simulate import ReferenceAnswers
+from lsp_server.simulate_requests import ReferenceAnswers
 from lsp_server.speculate import next_line_indent
 from lsp_server.strategies import SimRequest
 from lsp_server.trace import utf16_len

@@ -20,7 +20,7 @@ from rich.console import Console
 
 from lsp_server.replay import replay_trace
 from lsp_server.settings_codec import SettingsFileError, load_toml
-from lsp_server.trace import read_trace
+from lsp_server.trace_reader import read_trace
 
 
 def run(args: argparse.Namespace) -> int:

@@ -40,11 +40,11 @@ from lsp_server.trace import (
     OpenEvent,
     Position,
     TextChange,
-    TraceDocuments,
     TraceHeader,
-    TraceWriter,
     event_to_json,
 )
+from lsp_server.trace_documents import TraceDocuments
+from lsp_server.trace_writer import TraceWriter
 
 logger = logging.getLogger(__name__)
 

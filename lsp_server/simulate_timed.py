@@ -44,7 +44,7 @@ from lsp_server.strategies import (
 from lsp_server.throttle import MissThrottle
 from lsp_server.timed_model import CLIENT_MODELS, DESIGN_NAMES, LatencyModel, TimedResult
 from lsp_server.timed_run import TimedRun
-from lsp_server.trace import read_header
+from lsp_server.trace_reader import read_header
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def collect_timed(
     on_event: Callable[[], None] | None = None,
 ) -> TimedTrace:
     """Read a trace for the timed model (see the module docstring)."""
-    from lsp_server.simulate import ReferenceAnswers, collect_requests
+    from lsp_server.simulate_requests import ReferenceAnswers, collect_requests
 
     answers = ReferenceAnswers(read_header(path).final.values(), completion)
     targets = PrefetchTargets(answers)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,6 +141,11 @@ class Stream:
         typed, text = line_prefix[len(self.line_prefix) :], self.raw[:streamed]
         return text.startswith(typed) or typed.startswith(text)
 
+    def followed_by(self, req: SimRequest, latency: LatencyModel, now: float) -> bool:
+        """``req`` is on the stream's line and agrees with what has streamed by ``now``."""
+        streamed = latency.streamed(self.start, len(self.raw), now)
+        return self.anchor == req.anchor and self.consistent_with(req.line_prefix, streamed)
+
 
 @dataclass(kw_only=True)
 class TimedResult:
@@ -161,6 +167,30 @@ class TimedResult:
     wasted_streams: int = 0
     stale: int = 0
     latencies: list[float] = field(default_factory=list, repr=False)
+
+    def settle(
+        self,
+        requests: Sequence[SimRequest],
+        answered_at: Sequence[float | None],
+        finished: Iterable[Stream],
+    ) -> None:
+        """Count answers, latencies and waste once every event has been played.
+
+        ``answered_at[i]`` is when request ``i`` was answered (None: not before
+        its next event); ``finished`` the streams that completed with text.
+        """
+        self.requests = len(requests)
+        for req in requests:
+            at = answered_at[req.index]
+            if at is None:
+                self.latencies.append(math.inf)
+                continue
+            self.latencies.append(at - req.t)
+            self.answered += 1
+            self.instant += at - req.t <= INSTANT
+        unseen = [s for s in finished if not s.seen]
+        self.wasted_chars += sum(len(s.raw) for s in unseen)
+        self.wasted_streams = self.cancelled + len(unseen)
 
     def share(self, count: int) -> float:
         """``count`` over the number of requests."""

@@ -2,7 +2,8 @@
 
 An event queue (arrivals, supersessions, debounce and throttle timers,
 stream ends, grace timers) ordered by time and insertion; everything else is
-the ``ClientModel``'s rules, described in ``timed_model``. Deterministic: no
+the ``ClientModel``'s rules, described in ``timed_model``, and for ``ours``
+the speculative prefetch's rules in ``timed_speculation``. Deterministic: no
 wall clock, no randomness.
 """
 
@@ -21,12 +22,12 @@ from lsp_server.strategies import SimRequest
 from lsp_server.timed_model import (
     CODY_DEBOUNCE,
     CODY_PROMOTE_GAP,
-    INSTANT,
     ClientModel,
     LatencyModel,
     Stream,
     TimedResult,
 )
+from lsp_server.timed_speculation import SpeculationRules
 
 logger = logging.getLogger(__name__)
 
@@ -54,9 +55,8 @@ class TimedRun:
     ) -> None:
         self.model, self.requests, self.next_t = model, requests, next_t
         self.latency, self.cache, self.fit = latency, cache, fit
-        self.prefetch = prefetch or {}
+        self.speculation = SpeculationRules(prefetch or {}, max_per_minute)
         self.throttle = throttle
-        self.max_per_minute = max_per_minute
         self.now = 0.0
         self.result = TimedResult(design=model.name, ttft_ms=latency.ttft * 1000.0)
         self._queue: list[tuple[float, int, Callable[..., None], tuple[Any, ...]]] = []
@@ -67,8 +67,6 @@ class TimedRun:
         self._answered: list[float | None] = [None] * len(requests)
         self._recent: dict[str, deque[Stream]] = {}
         self._finished: list[Stream] = []
-        self._spec_times: deque[float] = deque()
-        self._last_predicted: dict[str, str] = {}
         self._last_promoted = -math.inf
 
     # -- the event loop ------------------------------------------------------------
@@ -85,23 +83,8 @@ class TimedRun:
         while self._queue:
             self.now, _, action, args = heapq.heappop(self._queue)
             action(*args)
-        return self._finish()
-
-    def _finish(self) -> TimedResult:
-        r = self.result
-        r.requests = len(self.requests)
-        for req in self.requests:
-            at = self._answered[req.index]
-            if at is None:
-                r.latencies.append(math.inf)
-                continue
-            r.latencies.append(at - req.t)
-            r.answered += 1
-            r.instant += at - req.t <= INSTANT
-        unseen = [s for s in self._finished if not s.seen]
-        r.wasted_chars += sum(len(s.raw) for s in unseen)
-        r.wasted_streams = r.cancelled + len(unseen)
-        return r
+        self.result.settle(self.requests, self._answered, self._finished)
+        return self.result
 
     def _live(self, req: SimRequest) -> bool:
         return self._current.get(req.uri) == req.index and self.now < self.next_t[req.index]
@@ -192,8 +175,7 @@ class TimedRun:
     def _find(self, req: SimRequest) -> Stream | None:
         best: Stream | None = None
         for stream in self._streams.get(req.uri, ()):
-            streamed = self.latency.streamed(stream.start, len(stream.raw), self.now)
-            if stream.anchor == req.anchor and stream.consistent_with(req.line_prefix, streamed):
+            if stream.followed_by(req, self.latency, self.now):
                 if best is None or len(stream.line_prefix) > len(best.line_prefix):
                     best = stream
         return best
@@ -205,8 +187,7 @@ class TimedRun:
         for stream in list(self._streams.get(req.uri, ())):
             if stream.waiters or stream.source is not None:
                 continue  # prefetches are dropped by their own rule
-            streamed = self.latency.streamed(stream.start, len(stream.raw), self.now)
-            if stream.anchor != req.anchor or not stream.consistent_with(req.line_prefix, streamed):
+            if not stream.followed_by(req, self.latency, self.now):
                 self._cancel(stream)
 
     def _start(
@@ -302,41 +283,18 @@ class TimedRun:
     # -- speculative prefetch (ours) --------------------------------------------------
 
     def _prefetch(self, req: SimRequest, shown: str) -> None:
-        # as the server's prefetcher: only at the end of a line, once per predicted
-        # state, one speculative stream per document, within the per-minute budget
-        target = self.prefetch.get(req.index)
-        if target is None or req.line_suffix.strip():
+        found = self.speculation.candidate(req, shown, self.now, self._streams.get(req.uri, ()))
+        if found is None:
             return
-        accepted = req.line_prefix + shown.split("\n", 1)[0]
-        if self._last_predicted.get(req.uri) == accepted:
-            return
-        if any(s.source for s in self._streams.get(req.uri, ())):
-            return
-        while self._spec_times and self._spec_times[0] <= self.now - 60.0:
-            self._spec_times.popleft()
-        if len(self._spec_times) >= self.max_per_minute:
-            return
+        target, accepted = found
         if self.cache.serve(target) is not None or self._find(target) is not None:
             return  # already known or already asked
-        self._spec_times.append(self.now)
-        self._last_predicted[req.uri] = accepted
+        self.speculation.record(req.uri, accepted, self.now)
         self.result.speculative += 1
         self._start(req, target, source=(req.anchor, req.line_prefix, accepted))
 
     def _cancel_diverged_prefetch(self, req: SimRequest) -> None:
         """Cancel prefetches the user left (neither typing the suggestion nor past it)."""
-        for stream in list(self._streams.get(req.uri, ())):
-            if stream.source is None or stream.waiters:
-                continue
-            anchor, start, accepted = stream.source
-            typing_it = (
-                req.anchor == anchor
-                and req.line_prefix.startswith(start)
-                and accepted.startswith(req.line_prefix)
-            )
-            streamed = self.latency.streamed(stream.start, len(stream.raw), self.now)
-            arrived = req.anchor == stream.anchor and stream.consistent_with(
-                req.line_prefix, streamed
-            )
-            if not (typing_it or arrived):
-                self._cancel(stream)
+        streams = self._streams.get(req.uri, ())
+        for stream in self.speculation.diverged(req, streams, self.latency, self.now):
+            self._cancel(stream)

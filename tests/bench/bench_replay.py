@@ -19,8 +19,10 @@ from typing import Any
 
 from lsp_server import simulate
 from lsp_server.replay import replay_trace
+from lsp_server.simulate_requests import collect_requests
 from lsp_server.synth import sample_files, synthesize
-from lsp_server.trace import Trace, write_trace
+from lsp_server.trace import Trace
+from lsp_server.trace_writer import write_trace
 
 STDLIB = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
 FULL_FILES = ("textwrap.py", "shlex.py", "heapq.py")
@@ -96,7 +98,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.jsonl"
         write_trace(path, trace)
-        requests = simulate.collect_requests(path)
+        requests = collect_requests(path)
         results = simulate.simulate(
             requests,
             strategies=("scope", "prefix", "uri-prefix-suffix", "prefix-trie", "position"),

@@ -9,7 +9,8 @@ import pytest
 
 from lsp_server.client import ServerProcess
 from lsp_server.recorder import mask
-from lsp_server.trace import ChangeEvent, CompleteEvent, OpenEvent, read_trace
+from lsp_server.trace import ChangeEvent, CompleteEvent, OpenEvent
+from lsp_server.trace_reader import read_trace
 
 pytestmark = pytest.mark.e2e
 

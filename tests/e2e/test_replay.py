@@ -11,7 +11,8 @@ import pytest
 
 from lsp_server.replay import replay_trace
 from lsp_server.synth import sample_files, synthesize
-from lsp_server.trace import Trace, write_trace
+from lsp_server.trace import Trace
+from lsp_server.trace_writer import write_trace
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ import pytest
 
 from lsp_server.client import ServerProcess
 from lsp_server.synth import synthesize
-from lsp_server.trace import write_trace
+from lsp_server.trace_writer import write_trace
 from lsp_server.upstream_process import ReferenceProcess
 from tests.support.greet import TEXT, URI, requests_seen
 from tests.support.redis_server import RedisServer, redis_available

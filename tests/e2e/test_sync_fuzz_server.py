@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.client import ServerProcess
-from lsp_server.trace import read_trace
+from lsp_server.trace_reader import read_trace
 
 pytestmark = pytest.mark.e2e
 

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from lsp_server import simulate
-from lsp_server.simulate import DesignResult, collect_requests
+from lsp_server.simulate import DesignResult
+from lsp_server.simulate_requests import collect_requests
 from lsp_server.synth import sample_files, synthesize
-from lsp_server.trace import write_trace
+from lsp_server.trace_writer import write_trace
 
 POLICIES = ["lru", "lfu", "arc", "lruk", "hybrid", "opt"]
 CAPACITIES = [4, 16, 64]

@@ -18,8 +18,8 @@ from lsp_server.trace import (
     TextChange,
     Trace,
     TraceHeader,
-    write_trace,
 )
+from lsp_server.trace_writer import write_trace
 
 URI = "file:///w/m.py"
 LATENCY = LatencyModel(ttft=0.3, char_time=0.005)

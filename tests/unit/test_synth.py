@@ -8,14 +8,9 @@ import pytest
 
 from lsp_server import synth
 from lsp_server.synth import sample_files, synthesize
-from lsp_server.trace import (
-    ChangeEvent,
-    CompleteEvent,
-    OpenEvent,
-    TraceDocuments,
-    read_trace,
-    utf16_len,
-)
+from lsp_server.trace import ChangeEvent, CompleteEvent, OpenEvent, utf16_len
+from lsp_server.trace_documents import TraceDocuments
+from lsp_server.trace_reader import read_trace
 
 EMOJI = '''def greet(name: str) -> str:
     """Say hello 👋 to someone."""

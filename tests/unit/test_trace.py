@@ -13,17 +13,14 @@ from lsp_server.trace import (
     Position,
     TextChange,
     Trace,
-    TraceDocuments,
     TraceError,
     TraceHeader,
-    TraceWriter,
-    iter_trace,
-    read_header,
-    read_trace,
     utf16_len,
     utf16_to_index,
-    write_trace,
 )
+from lsp_server.trace_documents import TraceDocuments
+from lsp_server.trace_reader import iter_trace, read_header, read_trace
+from lsp_server.trace_writer import TraceWriter, write_trace
 
 URI = "file:///work/demo.py"
 
