@@ -90,21 +90,19 @@ class ARCCore:
         self._incoming = source
         return source
 
-    def insert(self, key: Hashable, store: Callable[[], None]) -> None:
-        """Cases II-IV for a new resident key: ``store`` puts its value in.
+    # A new resident key goes in as ``source = admit(key)``, then the owner
+    # stores the value (which may call REPLACE through its ``popitem``: REPLACE
+    # needs to know where the incoming key came from), then ``place(key, source)``.
+    # If storing fails, ``abandon()`` forgets the incoming key. Inline in the
+    # owners rather than a callback: this is the miss path of every keystroke.
 
-        ``store`` may call REPLACE (the owner's ``popitem``), which needs to
-        know where the incoming key came from; that is only set during the call.
-        """
-        source = self.admit(key)
-        try:
-            store()
-        finally:
-            self._incoming = ""
-        self.place(key, source)
+    def abandon(self) -> None:
+        """Storing the admitted key's value failed: no key is incoming any more."""
+        self._incoming = ""
 
     def place(self, key: Hashable, source: str) -> None:
         """After the value went in: the key's resident list."""
+        self._incoming = ""
         if source in ("b1", "b2"):
             self.t2[key] = None
         else:
@@ -206,9 +204,15 @@ class ARCCache(PolicyCache[K, V]):
                 self._stamp(key)
                 return
             # a larger value evicted the key itself on its way back in: track it anew
-            arc.insert(key, lambda: None)
+            arc.place(key, arc.admit(key))
         else:
-            arc.insert(key, lambda: Cache.__setitem__(self, key, value))
+            source = arc.admit(key)
+            try:
+                Cache.__setitem__(self, key, value)
+            except BaseException:
+                arc.abandon()
+                raise
+            arc.place(key, source)
         self._stamp(key)
 
     def __delitem__(self, key: K) -> None:

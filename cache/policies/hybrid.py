@@ -139,39 +139,48 @@ class HybridCache(PolicyCache[K, V]):
     # -- mapping ---------------------------------------------------------------------
 
     def __getitem__(self, key: K) -> V:
-        if key not in self._refs and key not in self._hot.records:
+        # the hit path of every keystroke: one history lookup decides the region
+        hist = self._refs.get(key)
+        if hist is None and key not in self._hot.records:
             return self.__missing__(key)
         if self._deadlines is not None and self._is_expired(key):
             return self._expire(key)
-        self._reference(key)
+        if hist is None:
+            self._hot.reference(key)
+        else:
+            self._reference_arc(key, hist)
         return Cache.__getitem__(self, key)
 
     def __setitem__(self, key: K, value: V) -> None:
         if self._deadlines is not None:
             self._drop_expired()
-        store: Callable[[], None]
-        if Cache.__contains__(self, key):
+        resident = Cache.__contains__(self, key)
+        if resident:
             Cache.__setitem__(self, key, value)
             if key in self._refs or key in self._hot.records:
                 self._reference(key)
                 self._stamp(key)
                 return
             # a larger value evicted the key itself on its way back in: track it anew
-            store = lambda: None  # noqa: E731
-        else:
-            store = lambda: Cache.__setitem__(self, key, value)  # noqa: E731
         alpha = self._balance.heat_moved()
         if alpha is not None:
             self.set_alpha(alpha)
         arc = self._arc
         if key in arc.b1:
             self._bursts.ghost_hit_b1(key)
-        arc.insert(key, store)
+        source = arc.admit(key)
+        if not resident:
+            try:
+                Cache.__setitem__(self, key, value)
+            except BaseException:
+                arc.abandon()
+                raise
+        arc.place(key, source)
         hot = self._hot
         self._refs[key] = [hot.tick()]
         if self._deadlines is not None:
             self._stamp(key)
-        if len(hot.records) > self.hot_limit:
+        if len(hot.records) > self._balance.hot_limit:
             self._enforce_hot_limit()
 
     def __delitem__(self, key: K) -> None:
@@ -201,7 +210,8 @@ class HybridCache(PolicyCache[K, V]):
             raise KeyError("HybridCache is empty")
         value = Cache.__getitem__(self, key)
         Cache.__delitem__(self, key)
-        self._unstamp(key)
+        if self._deadlines is not None:
+            self._unstamp(key)
         self._evicted(key, value)
         return key, value
 
@@ -224,10 +234,12 @@ class HybridCache(PolicyCache[K, V]):
 
     def _reference_arc(self, key: Hashable, hist: list[int]) -> None:
         hot = self._hot
-        now = hot.tick()
+        hot.clock += 1  # hot.tick(), inline on the hit path
+        now = hot.clock
         arc = self._arc
         t1 = arc.t1
-        if self._bursts.same_burst(key, now, hist[0]):
+        bursts = self._bursts
+        if now - hist[0] <= bursts.window and bursts.same_burst(key, now, hist[0]):
             # same burst (re-requests while typing): recency only, not frequency
             hist[0] = now
             if key in t1:
@@ -244,7 +256,7 @@ class HybridCache(PolicyCache[K, V]):
         k = hot.k
         if len(hist) >= k:
             del hist[k:]
-            if now - hist[k - 1] <= self.promotion_period and self.hot_limit > 0:
+            if now - hist[k - 1] <= self.promotion_period and self._balance.hot_limit > 0:
                 self._promote(key, hist)
 
     def _promote(self, key: Hashable, hist: list[int]) -> None:
@@ -256,8 +268,8 @@ class HybridCache(PolicyCache[K, V]):
         self._enforce_hot_limit()
 
     def _enforce_hot_limit(self) -> None:
-        hot = self._hot
-        while len(hot.records) > self.hot_limit:
+        hot, limit = self._hot, self._balance.hot_limit
+        while len(hot.records) > limit:
             key = hot.victim()
             self._refs[key] = hot.remove(key)
             self._arc.t2[key] = None
