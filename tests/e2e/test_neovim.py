@@ -95,3 +95,48 @@ def test_neovim_ghost_text_is_accepted_and_a_second_identical_context_hits_the_c
     log = server_log.read_text(encoding="utf-8", errors="replace") if server_log.exists() else ""
     assert result.returncode == 0, f"{result.stderr}\n--- server log (tail) ---\n{log[-4000:]}"
     assert "5 tests, 0 failed" in result.stderr, result.stderr
+
+
+#: Debian's packaged Neovim (0.7 on bookworm), below the plugin's minimum
+SYSTEM_NVIM = Path("/usr/bin/nvim")
+
+
+def _too_old_nvim() -> str:
+    """Debian's Neovim when it is older than 0.8, else skip."""
+    if not SYSTEM_NVIM.exists():
+        pytest.skip("no system Neovim (apt-get install neovim)")
+    first = subprocess.run(
+        [str(SYSTEM_NVIM), "--version"], capture_output=True, text=True, timeout=30, check=False
+    ).stdout.splitlines()[0]
+    major, minor = (int(part) for part in first.removeprefix("NVIM v").split(".")[:2])
+    if (major, minor) >= (0, 8):
+        pytest.skip(f"the system Neovim ({first}) is not older than 0.8")
+    return str(SYSTEM_NVIM)
+
+
+def test_neovim_older_than_0_8_is_told_so_by_setup_and_checkhealth(tmp_path: Path) -> None:
+    nvim = _too_old_nvim()
+    report = tmp_path / "health.txt"
+    env = dict(os.environ)
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[name] = str(tmp_path / name.lower())
+    setup = (
+        "lua vim.notify = function(msg) io.stderr:write('NOTIFY ' .. msg .. '\\n') end "
+        "io.stderr:write('SETUP ' .. tostring(require('scopecache').setup({})) .. '\\n')"
+    )
+    command = [
+        nvim, "--headless", "-u", "NONE", "-i", "NONE",
+        "-c", "set rtp+=.", "-c", "runtime plugin/scopecache.lua", "-c", setup,
+        "-c", "checkhealth scopecache", "-c", f"write! {report}", "-c", "qa!",
+    ]  # fmt: skip
+    result = subprocess.run(
+        command, cwd=PLUGIN, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    version = result.stderr.split("this is ")[-1].split(")")[0]
+    assert "NOTIFY scopecache needs Neovim 0.8 or newer (this is 0." in result.stderr
+    assert version.count(".") == 2 and version.replace(".", "").isdigit(), result.stderr
+    assert "SETUP false" in result.stderr
+    assert "E5108" not in result.stderr  # no Lua error anywhere
+    health = report.read_text()
+    assert f"ERROR: Neovim {version} is too old: scopecache needs 0.8 or newer" in health
+    assert "Failed to run healthcheck" not in health

@@ -4,8 +4,9 @@ local config = require("scopecache.config")
 
 local M = {}
 
--- 0.10 renamed the report functions; keep both spellings working
-local health = vim.health
+-- 0.10 renamed the report functions; keep both spellings working. Before 0.8
+-- they live in the "health" module: :checkhealth must still say "too old" there.
+local health = vim.health or require("health")
 local start = health.start or health.report_start
 local ok = health.ok or health.report_ok
 local warn = health.warn or health.report_warn
@@ -51,12 +52,12 @@ end
 function M.check()
   local opts = config.options
   start("scopecache")
-  local version = vim.version()
-  local version_text = ("%d.%d.%d"):format(version.major, version.minor, version.patch)
+  local version_text = require("scopecache").version_text()
   if vim.fn.has("nvim-0.8") == 1 then
     ok("Neovim " .. version_text)
   else
     error("Neovim " .. version_text .. " is too old: scopecache needs 0.8 or newer")
+    return -- nothing else can work there
   end
   if vim.fn.has("nvim-0.12") == 1 and vim.lsp.inline_completion then
     info("ghost text: Neovim's built-in inline completion")

@@ -12,6 +12,13 @@ local M = {}
 --- The oldest Neovim this plugin runs on.
 M.MIN_VERSION = "0.8"
 
+--- This Neovim's version as "major.minor.patch" (vim.version() has no
+--- tostring before 0.9, and the version check must read well on 0.7).
+function M.version_text()
+  local v = vim.version()
+  return ("%d.%d.%d"):format(v.major, v.minor, v.patch)
+end
+
 local function builtin_available(opts)
   return opts.builtin and vim.fn.has("nvim-0.12") == 1 and vim.lsp.inline_completion ~= nil
 end
@@ -36,7 +43,7 @@ end
 function M.setup(opts)
   if vim.fn.has("nvim-" .. M.MIN_VERSION) ~= 1 then
     vim.notify(
-      ("scopecache needs Neovim %s or newer (this is %s)"):format(M.MIN_VERSION, tostring(vim.version())),
+      ("scopecache needs Neovim %s or newer (this is %s)"):format(M.MIN_VERSION, M.version_text()),
       vim.log.levels.ERROR
     )
     return false
