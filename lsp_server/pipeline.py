@@ -113,8 +113,6 @@ class CompletionPipeline:
         self.stats = stats
         self.throttle = throttle
         self.inflight = inflight
-        self.notifier = notifier
-        self.completion = completion
         self.l2 = l2
         self._clock = clock
         self.metrics = metrics if metrics is not None else MetricsRegistry()
