@@ -6,7 +6,7 @@
   httpx request to the same reference service on a warm HTTP/2 connection
   plus the floor's LSP round trip;
 * cold start: the first completion after ``initialize`` (DNS prefetch and
-  pre-connect done in the background) vs a warm one;
+  pre-connect done in the background) vs a warm one, each after the same pause;
 * memory: server RSS with 20 open 5,000-line files and a full L1.
 
 Run: ``.venv/bin/python -m tests.bench.bench_server [--quick]``.
@@ -32,6 +32,8 @@ HERE = Path(__file__).resolve().parent
 URI = "file:///bench/app.py"
 TEXT = "def greet(name):\n    message = "
 LINE, COL = 1, 14
+#: seconds between opening the document (or the last answer) and a timed request
+THINK_TIME = 0.3
 
 
 def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
@@ -177,14 +179,19 @@ async def _cold_start(svc: ReferenceProcess, rounds: int) -> list[dict[str, Any]
     for _ in range(rounds):
         async with ServerProcess(options) as server:
             server.open(URI, TEXT)
-            await asyncio.sleep(0.3)  # an editor's first keystroke comes later than this
+            await asyncio.sleep(THINK_TIME)  # an editor's first keystroke comes later than this
             first.extend(await _timed_requests(server, 1))
             for _ in range(3):
                 await server.clear_cache()
+                # The same pause before each warm request: after an idle moment
+                # any request costs about 1 ms more on loopback (processes wake
+                # up), first or not, so back-to-back warm requests would charge
+                # that wake-up to the first request.
+                await asyncio.sleep(THINK_TIME)
                 warm.extend(await _timed_requests(server, 1))
     return [
         _row(
-            "first completion after initialize vs warm (p50)",
+            "first completion after initialize vs warm, same pause before each (p50)",
             percentile(first, 50),
             percentile(warm, 50),
             "ms",
