@@ -62,7 +62,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         return;
       }
       await running.sendSettings();
-      statusBar.update();
+      if (event.affectsConfiguration(`${SECTION}.server.statusPollSeconds`)) {
+        statusBar.restartPolling(); // a running interval keeps its old period otherwise
+      } else {
+        statusBar.update();
+      }
     }),
   );
   await running.start();

@@ -52,6 +52,12 @@ export class StatsStatusBar implements vscode.Disposable {
     }
   }
 
+  /** Starts polling again at the configured interval (after it changed). */
+  restartPolling(): void {
+    this.stopPolling();
+    this.update();
+  }
+
   private startPolling(): void {
     if (this.timer === undefined) {
       void this.refresh();
