@@ -29,12 +29,10 @@ from typing import Any
 import httpx
 
 from tests.support import dnsmasq
+from tests.support.backend import REQUEST, complete, started_backend
 from tests.support.reference import ReferenceService
-from transport.backend import CompletionRequest
 from transport.http import HttpCompletionBackend
 from transport.options import EndpointOptions
-
-REQUEST = CompletionRequest(prefix="def ", suffix="")
 
 
 def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
@@ -45,10 +43,6 @@ def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
         "ratio": round(value / baseline, 3) if baseline else 0.0,
         "unit": unit,
     }
-
-
-async def _complete(backend: HttpCompletionBackend) -> str:
-    return "".join([chunk async for chunk in backend.stream(REQUEST)])
 
 
 async def _timed(action: Callable[[], Awaitable[Any]]) -> float:
@@ -62,7 +56,7 @@ async def _first_completion(options: EndpointOptions, *, prepared: bool) -> floa
     try:
         if prepared:
             await backend.start()
-        return await _timed(lambda: _complete(backend))
+        return await _timed(lambda: complete(backend))
     finally:
         await backend.aclose()
 
@@ -78,12 +72,10 @@ async def _measure(
     prefetched = statistics.median(
         [await _first_completion(options, prepared=True) for _ in range(rounds)]
     )
-    backend = HttpCompletionBackend(options)
-    await backend.start()
-    try:
-        await _complete(backend)
+    async with started_backend(options) as backend:
+        await complete(backend)
         warm = statistics.median(
-            [await _timed(lambda: _complete(backend)) for _ in range(rounds * 4)]
+            [await _timed(lambda: complete(backend)) for _ in range(rounds * 4)]
         )
         rows.append(
             _row("first completion, prefetched+pre-connected vs cold", prefetched, cold, "ms")
@@ -105,7 +97,7 @@ async def _measure(
 
         n = 50 if quick else 200
         before = svc.stats()["connections"]
-        ours = await _timed(lambda: asyncio.gather(*(_complete(backend) for _ in range(n))))
+        ours = await _timed(lambda: asyncio.gather(*(complete(backend) for _ in range(n))))
         ours_conns = svc.stats()["connections"] - before
         limits = httpx.Limits(max_connections=n, max_keepalive_connections=0)
         async with httpx.AsyncClient(http2=False, verify=context, limits=limits, timeout=30) as h1:
@@ -126,8 +118,6 @@ async def _measure(
             )
         )
         rows.append(_row(f"{n} concurrent: wall time vs HTTP/1.1 per-request", ours, theirs, "ms"))
-    finally:
-        await backend.aclose()
     return rows
 
 

@@ -8,10 +8,9 @@ import time
 import pytest
 
 from tests.support import dnsmasq
+from tests.support.backend import complete, started_backend
 from tests.support.dnsmasq import Dnsmasq
 from tests.support.reference import ReferenceService
-from transport.backend import CompletionRequest
-from transport.http import HttpCompletionBackend
 from transport.options import EndpointOptions
 
 pytestmark = [
@@ -34,15 +33,12 @@ async def test_prefetched_name_needs_no_query_until_the_ttl_nears_expiry(
             nameservers=(server.nameserver,),
             keep_warm_seconds=0,
         )
-        backend = HttpCompletionBackend(options)
         before = server.queries(NAME)
         connections = svc.stats()["connections"]
-        try:
-            await backend.start()
+        async with started_backend(options) as backend:
             assert server.queries(NAME) - before == 2  # A and AAAA, once
-            request = CompletionRequest(prefix="def ", suffix="")
             for _ in range(20):
-                assert "".join([c async for c in backend.stream(request)])
+                assert await complete(backend)
             assert server.queries(NAME) - before == 2  # no query on the request path
             assert backend.counters().dns_lookups == 2
             # TLS name checks and SNI used the name; the socket went to the pinned IP.
@@ -54,6 +50,4 @@ async def test_prefetched_name_needs_no_query_until_the_ttl_nears_expiry(
                 await asyncio.sleep(0.05)
             assert server.queries(NAME) - before == 4  # one refresh ahead of expiry
             assert backend.counters().dns_lookups == 4
-            assert "".join([c async for c in backend.stream(request)])
-        finally:
-            await backend.aclose()
+            assert await complete(backend)
