@@ -63,9 +63,17 @@ class ARCCore:
         else:
             self.t2.move_to_end(key)
 
-    def admit(self, key: Hashable) -> str:
-        """Cases II-IV before the value goes in: adapt p, trim ghosts; returns the source."""
-        b1, b2 = self.b1, self.b2
+    def insert(
+        self, key: Hashable, owner: Cache[Any, Any] | None = None, value: Any = None
+    ) -> None:
+        """Cases II-IV for a new resident key, storing ``value`` in ``owner`` if given.
+
+        Before the value goes in: adapt p on a ghost hit, trim the ghosts.
+        Storing may call REPLACE (the owner's ``popitem``), which needs to know
+        where the incoming key came from; that is only set while it runs. One
+        method, no callback: this is the miss path of every keystroke.
+        """
+        t1, t2, b1, b2 = self.t1, self.t2, self.b1, self.b2
         c = self.c
         if key in b1:
             self.ghost_hits_b1 += 1
@@ -79,7 +87,6 @@ class ARCCore:
             source = "b2"
         else:
             source = "new"
-            t1, t2 = self.t1, self.t2
             if len(t1) + len(b1) >= c:
                 if b1:
                     b1.popitem(last=False)
@@ -87,32 +94,20 @@ class ARCCore:
                     source = "new-no-ghost"  # Case IV.A with B1 empty: T1's LRU leaves for good
             elif len(t1) + len(t2) + len(b1) + len(b2) >= 2 * c and b2:
                 b2.popitem(last=False)
-        self._incoming = source
-        return source
-
-    # A new resident key goes in as ``source = admit(key)``, then the owner
-    # stores the value (which may call REPLACE through its ``popitem``: REPLACE
-    # needs to know where the incoming key came from), then ``place(key, source)``.
-    # If storing fails, ``abandon()`` forgets the incoming key. Inline in the
-    # owners rather than a callback: this is the miss path of every keystroke.
-
-    def abandon(self) -> None:
-        """Storing the admitted key's value failed: no key is incoming any more."""
-        self._incoming = ""
-
-    def place(self, key: Hashable, source: str) -> None:
-        """After the value went in: the key's resident list."""
-        self._incoming = ""
-        if source in ("b1", "b2"):
-            self.t2[key] = None
+        if owner is not None:
+            self._incoming = source
+            try:
+                Cache.__setitem__(owner, key, value)
+            finally:
+                self._incoming = ""
+        if source == "b1" or source == "b2":
+            t2[key] = None
         else:
-            self.t1[key] = None
+            t1[key] = None
         # deletions outside the paper can leave ghosts beyond the bounds: trim them
-        c = self.c
-        t1, b1, b2 = self.t1, self.b1, self.b2
         while b1 and len(t1) + len(b1) > c:
             b1.popitem(last=False)
-        while b2 and len(t1) + len(self.t2) + len(b1) + len(b2) > 2 * c:
+        while b2 and len(t1) + len(t2) + len(b1) + len(b2) > 2 * c:
             b2.popitem(last=False)
 
     def replace(self) -> Hashable:
@@ -204,15 +199,9 @@ class ARCCache(PolicyCache[K, V]):
                 self._stamp(key)
                 return
             # a larger value evicted the key itself on its way back in: track it anew
-            arc.place(key, arc.admit(key))
+            arc.insert(key)
         else:
-            source = arc.admit(key)
-            try:
-                Cache.__setitem__(self, key, value)
-            except BaseException:
-                arc.abandon()
-                raise
-            arc.place(key, source)
+            arc.insert(key, self, value)
         self._stamp(key)
 
     def __delitem__(self, key: K) -> None:

@@ -168,14 +168,7 @@ class HybridCache(PolicyCache[K, V]):
         arc = self._arc
         if key in arc.b1:
             self._bursts.ghost_hit_b1(key)
-        source = arc.admit(key)
-        if not resident:
-            try:
-                Cache.__setitem__(self, key, value)
-            except BaseException:
-                arc.abandon()
-                raise
-        arc.place(key, source)
+        arc.insert(key, None if resident else self, value)
         hot = self._hot
         self._refs[key] = [hot.tick()]
         if self._deadlines is not None:
