@@ -31,12 +31,16 @@ from typing import Any, Literal, TypeVar
 
 from cache.entry import CachedCompletion
 from cache.keys import ScopeKey
-from cache.l2.errors import L2EntryRejected, L2Error
+from cache.l2.errors import L2EntryRejected, L2Error, L2ReadOnly
 
 logger = logging.getLogger(__name__)
 
 #: how many changes ``changes()`` buffers for a slow reader before dropping the oldest
 CHANGE_QUEUE_SIZE = 4096
+
+#: the operations that write: an outage a write met (``L2ReadOnly``: a full disk,
+#: a read-only file) ends only when one succeeds, since reads go on working there
+WRITES = frozenset({"put", "invalidate"})
 
 Clock = Callable[[], float]
 ChangeCallback = Callable[["L2Change"], None]
@@ -105,6 +109,8 @@ class L2Store(ABC):
         self._backoff = retry_initial
         self._retry_at = 0.0
         self._state: Literal["up", "down"] = "up"
+        #: the outage is one of writes only (reads still work)
+        self._writes_refused = False
         self._subscribers: list[ChangeCallback] = []
         self._state_listeners: list[StateCallback] = []
         self._counts = {"hits": 0, "misses": 0, "puts": 0, "errors": 0, "received": 0}
@@ -232,7 +238,10 @@ class L2Store(ABC):
             except Exception:
                 logger.exception("L2 change subscriber failed")
 
-    def _mark_up(self) -> None:
+    def _mark_up(self, what: str = "") -> None:
+        if self._writes_refused and what not in WRITES:
+            return  # a read worked; the disk may still be full: not "back" yet
+        self._writes_refused = False
         was_down = self._state == "down"
         self._state = "up"
         self._backoff = self._retry_initial
@@ -250,6 +259,7 @@ class L2Store(ABC):
             )
         was_up = self._state == "up"
         self._state = "down"
+        self._writes_refused = isinstance(exc, L2ReadOnly)
         self._retry_at = time.monotonic() + self._backoff
         self._backoff = min(self._backoff * 2, self._retry_max)
         if was_up:
@@ -278,5 +288,5 @@ class L2Store(ABC):
             logger.debug("unexpected L2 %s failure in %s", self.kind, what, exc_info=True)
             self._mark_down(exc)
             return fallback
-        self._mark_up()
+        self._mark_up(what)
         return result

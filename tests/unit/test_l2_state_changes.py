@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from cache.entry import CachedCompletion
-from cache.keys import ScopeKey
+from cache.keys import LineAnchor, ScopeKey
 from cache.l2.base import L2Store
-from cache.l2.errors import L2Unavailable
+from cache.l2.errors import L2ReadOnly, L2Unavailable
 
 KEY = ScopeKey("python", "1-call-block", 1, 2)
 
@@ -74,3 +74,54 @@ async def test_closed_store_tells_no_one() -> None:
     store.broken = True
     await store.get(KEY)
     assert heard == []
+
+
+class FullDiskStore(FlakyStore):
+    """An L2 on a full disk: reads work, writes fail while ``full`` is set."""
+
+    kind = "full-disk"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.full = False
+
+    async def _put(self, entry: CachedCompletion) -> None:
+        if self.full:
+            raise L2ReadOnly("database or disk is full")
+
+    async def _invalidate(self, key: ScopeKey) -> None:
+        if self.full:
+            raise L2ReadOnly("database or disk is full")
+
+
+def an_entry() -> CachedCompletion:
+    anchor = LineAnchor.build(language="python", context="def f():\n", suffix_text="")
+    return CachedCompletion(key=KEY, anchor=anchor, line_prefix="    ", text="return 1")
+
+
+async def test_a_full_disk_is_back_only_when_a_write_works_not_when_a_read_does() -> None:
+    store = FullDiskStore()
+    heard: list[str] = []
+    store.on_state_change(lambda state, reason: heard.append(state))
+    store.full = True
+    await store.put(an_entry())
+    for _ in range(3):  # reads keep working on a full disk: no flapping up and down
+        await store.get(KEY)
+        await store.put(an_entry())
+    assert heard == ["down"] and store.state == "down"
+    store.full = False
+    await store.get(KEY)
+    assert heard == ["down"]
+    await store.put(an_entry())
+    assert heard == ["down", "up"] and store.state == "up"
+
+
+async def test_an_outage_that_fails_reads_too_ends_with_a_working_read() -> None:
+    store = FlakyStore()
+    heard: list[str] = []
+    store.on_state_change(lambda state, reason: heard.append(state))
+    store.broken = True
+    await store.put(an_entry())
+    store.broken = False
+    await store.get(KEY)
+    assert heard == ["down", "up"]
