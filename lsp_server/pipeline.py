@@ -114,20 +114,9 @@ class CompletionPipeline:
         self.throttle = throttle
         self.inflight = inflight
         self.l2 = l2
-        self._clock = clock
+        self.clock = clock
         self.metrics = metrics if metrics is not None else MetricsRegistry()
-        self.upstream = UpstreamStreams(
-            store=store,
-            backend=backend,
-            stats=stats,
-            throttle=throttle,
-            inflight=inflight,
-            notifier=notifier,
-            completion=completion,
-            l2=l2,
-            clock=clock,
-            metrics=self.metrics,
-        )
+        self.upstream = UpstreamStreams(self, notifier=notifier, completion=completion)
 
     async def complete(
         self,
@@ -138,16 +127,16 @@ class CompletionPipeline:
         method: str = "inline",
     ) -> Suggestion | None:
         """Answer one request; None means "no suggestion"."""
-        started = self._clock()
+        started = self.clock()
         self.stats.requests += 1
         errors_before = self.stats.upstream_errors
         try:
             suggestion = await self._lookup(uri, ctx)
         except asyncio.CancelledError:
             self.stats.cancelled += 1
-            self.metrics.record_request(method, "none", "cancelled", self._clock() - started)
+            self.metrics.record_request(method, "none", "cancelled", self.clock() - started)
             raise
-        latency_ms = (self._clock() - started) * 1000.0
+        latency_ms = (self.clock() - started) * 1000.0
         if suggestion is not None and not still_current():
             # The buffer moved on while we waited: never show a stale suggestion.
             self.stats.rejected_stale += 1

@@ -11,24 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey
-from cache.store import CompletionStore
-from lsp_server.inflight import InflightRegistry, InflightStream
-from lsp_server.metrics import MetricsRegistry, timed_stream
+from lsp_server.inflight import InflightStream
+from lsp_server.metrics import timed_stream
 from lsp_server.notify import UserNotifier
 from lsp_server.settings import CompletionSettings
-from lsp_server.stats import ServerStats
 from lsp_server.syntax import SyntaxContext
-from lsp_server.throttle import MissThrottle
-from transport.backend import CompletionBackend, CompletionRequest
+from transport.backend import CompletionRequest
 from transport.errors import AuthError, TransportError
 
 if TYPE_CHECKING:
-    from lsp_server.pipeline import SharedTier
+    from lsp_server.pipeline import CompletionPipeline
 
 
 class UpstreamStreams:
@@ -36,28 +32,15 @@ class UpstreamStreams:
 
     def __init__(
         self,
+        pipeline: CompletionPipeline,
         *,
-        store: CompletionStore,
-        backend: CompletionBackend | None,
-        stats: ServerStats,
-        throttle: MissThrottle,
-        inflight: InflightRegistry,
         notifier: UserNotifier,
         completion: CompletionSettings,
-        l2: SharedTier | None,
-        clock: Callable[[], float],
-        metrics: MetricsRegistry,
     ) -> None:
-        self.store = store
-        self.backend = backend
-        self.stats = stats
-        self.throttle = throttle
-        self.inflight = inflight
+        # The caches, the backend, the throttle and the counters are the pipeline's.
+        self._pipeline = pipeline
         self.notifier = notifier
         self.completion = completion
-        self.l2 = l2
-        self._clock = clock
-        self.metrics = metrics
         self._ids = itertools.count(1)
         self._background: set[asyncio.Task[None]] = set()
 
@@ -71,8 +54,11 @@ class UpstreamStreams:
         predicted: tuple[int, str] | None = None,
     ) -> InflightStream:
         """Start an upstream stream whose answer is stored when it ends."""
-        assert self.backend is not None
-        backend = self.backend
+        pipeline = self._pipeline
+        backend, clock, throttle, inflight = (
+            pipeline.backend, pipeline.clock, pipeline.throttle, pipeline.inflight
+        )
+        assert backend is not None
         speculative = predicted is not None
         request = CompletionRequest(
             prefix=ctx.prefix,
@@ -85,15 +71,15 @@ class UpstreamStreams:
             request_id=f"r{next(self._ids)}",
             speculative=speculative,
         )
-        started = self._clock()
+        started = clock()
 
         def on_complete(stream: InflightStream) -> None:
-            self.throttle.note_ttft(self._clock() - started)
-            if self.throttle.ttft is not None:
-                self.inflight.adapt_grace(self.throttle.ttft)
+            throttle.note_ttft(clock() - started)
+            if throttle.ttft is not None:
+                inflight.adapt_grace(throttle.ttft)
             if not stream.text:
                 return
-            entry = self.store.put(
+            entry = pipeline.store.put(
                 key,
                 anchor,
                 ctx.line_prefix,
@@ -104,29 +90,29 @@ class UpstreamStreams:
             if entry is not None:
                 self._share(entry)
 
-        self.stats.upstream_requests += 1
+        pipeline.stats.upstream_requests += 1
         if speculative:
-            self.stats.speculative_requests += 1
-        return self.inflight.start(
+            pipeline.stats.speculative_requests += 1
+        return inflight.start(
             predicted=predicted,
             uri=uri,
             anchor=anchor,
             line_prefix=ctx.line_prefix,
-            open_stream=lambda: timed_stream(backend, request, self.metrics, self._clock),
+            open_stream=lambda: timed_stream(backend, request, pipeline.metrics, clock),
             on_complete=on_complete,
         )
 
     async def wait(self, stream: InflightStream) -> str | None:
         """The text of ``stream``; None when it failed or was cancelled under us."""
         try:
-            text = await self.inflight.wait(stream)
+            text = await self._pipeline.inflight.wait(stream)
         except AuthError as exc:
             # No token: completions pause (empty answers) until one can be had.
-            self.stats.upstream_errors += 1
+            self._pipeline.stats.upstream_errors += 1
             self.notifier.problem("auth", f"completions paused, no access token: {exc}")
             return None
         except TransportError as exc:
-            self.stats.upstream_errors += 1
+            self._pipeline.stats.upstream_errors += 1
             self.notifier.problem("upstream", f"completion service failed: {exc}")
             return None
         except asyncio.CancelledError:
@@ -142,8 +128,9 @@ class UpstreamStreams:
         return text
 
     def _share(self, entry: CachedCompletion) -> None:
-        if self.l2 is None:
+        l2 = self._pipeline.l2
+        if l2 is None:
             return
-        task = asyncio.ensure_future(self.l2.put(entry))
+        task = asyncio.ensure_future(l2.put(entry))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
