@@ -93,11 +93,7 @@ class L2Link:
     async def _start(self, store: L2Store) -> None:
         await store.start()
         if store.state == "down":
-            where = getattr(store, "path", None) or store.kind
-            self._notifier.problem(
-                "l2", f"shared cache unavailable ({where}); continuing without it"
-            )
-            return
+            return  # going down told the user already (``_on_state``)
         limit = self._prewarm_limit()
         if limit <= 0:
             return
