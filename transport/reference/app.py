@@ -53,8 +53,14 @@ class ReferenceApp:
         authority: TokenAuthority | None = None,
         stats: ServiceStats | None = None,
         registry: ConnectionRegistry | None = None,
+        close_after_stream: bool = False,
+        keep_alive_header: float | None = None,
     ) -> None:
         self.engine = engine
+        #: close the TCP connection after every streamed response (llama-server does)
+        self.close_after_stream = close_after_stream
+        #: announce ``Keep-Alive: timeout=N`` on HTTP/1.1 responses
+        self.keep_alive_header = keep_alive_header
         self.latency = latency or Latency()
         self.authority = authority or TokenAuthority()
         self.stats = stats or ServiceStats()
@@ -68,6 +74,8 @@ class ReferenceApp:
             return
         if scope["type"] != "http":
             return
+        if self.keep_alive_header is not None and scope.get("http_version") == "1.1":
+            send = _with_keep_alive(send, self.keep_alive_header)
         try:
             await self._route(scope, receive, send)
         except ClientGone:
@@ -136,6 +144,11 @@ class ReferenceApp:
             await responder.respond(
                 Exchange(send, watch, dialect, ask, fault or NO_FAULT, record)
             )
+        finished = record.get("stream") and not record.get("cancelled")
+        if self.close_after_stream and finished and not record.get("aborted"):
+            # EOF right after the last chunk, no "Connection: close" header.
+            if await self.registry.cut(client):
+                self.stats.connections_closed_after_stream += 1
 
     async def _token(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw = await asgi.read_body(receive)
@@ -220,6 +233,19 @@ class ReferenceApp:
         elif method == "DELETE":
             self.faults.clear()
         await asgi.send_json(send, 200, {"armed": self.faults.describe()})
+
+
+def _with_keep_alive(send: Send, timeout: float) -> Send:
+    """``send`` adding ``Keep-Alive: timeout=N, max=100`` to the response head."""
+    value = f"timeout={timeout:g}, max=100".encode()
+
+    async def keep_alive_send(message: dict[str, Any]) -> None:
+        if message.get("type") == "http.response.start":
+            headers = [*message.get("headers", []), (b"keep-alive", value)]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return keep_alive_send
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

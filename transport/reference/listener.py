@@ -25,6 +25,9 @@ from hypercorn.app_wrappers import ASGIWrapper
 from hypercorn.asyncio.tcp_server import TCPServer
 from hypercorn.asyncio.worker_context import WorkerContext
 from hypercorn.config import Config
+from hypercorn.events import Closed, Event, RawData
+from hypercorn.protocol import ProtocolWrapper
+from hypercorn.protocol.h11 import H2CProtocolRequiredError, H2ProtocolAssumedError
 
 from transport.reference.stats import ServiceStats
 
@@ -47,6 +50,8 @@ class ConnectionRegistry:
 
     def __init__(self, stats: ServiceStats) -> None:
         self._stats = stats
+        #: the counters connections report into
+        self.stats = stats
         self._open: dict[Peer, _Connection] = {}
         self._next_id = 0
 
@@ -111,15 +116,49 @@ def _peer(value: Any) -> Peer:
 AsgiApp = Callable[..., Any]
 
 
+#: what HTTP/1.1-only servers (cpp-httplib, uvicorn, Go net/http) answer the HTTP/2 preface
+PREFACE_REJECTION = (
+    b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+)
+
+
+class _Http1Only:
+    """Stands in for hypercorn's protocol switcher: HTTP/1.1 stays HTTP/1.1.
+
+    hypercorn's ``ProtocolWrapper`` turns a connection into HTTP/2 when it
+    sees the prior-knowledge preface; servers that speak HTTP/1.1 only answer
+    it with 400 and close, and so does this.
+    """
+
+    def __init__(self, wrapper: ProtocolWrapper, server: TCPServer, stats: ServiceStats) -> None:
+        self._protocol = wrapper.protocol
+        self._server = server
+        self._stats = stats
+
+    async def handle(self, event: Event) -> None:
+        """Hand ``event`` to the HTTP/1.1 protocol; reject a switch to HTTP/2."""
+        try:
+            await self._protocol.handle(event)
+        except (H2ProtocolAssumedError, H2CProtocolRequiredError):
+            self._stats.h2_prefaces_rejected += 1
+            await self._server.protocol_send(RawData(data=PREFACE_REJECTION))
+            await self._server.protocol_send(Closed())
+
+
 class _ClosingTCPServer(TCPServer):
     """hypercorn's connection handler, ending as soon as the client hangs up.
 
     After the peer closes, hypercorn's protocols do not report the close
     back, so the keep-alive idle timer would hold the finished connection
-    (and its task) for the whole keep-alive timeout.
+    (and its task) for the whole keep-alive timeout. With ``http1_only`` the
+    connection never switches to HTTP/2.
     """
 
+    http1_only: ServiceStats | None = None
+
     async def _read_data(self) -> None:
+        if self.http1_only is not None:
+            self.protocol = _Http1Only(self.protocol, self, self.http1_only)  # type: ignore[assignment]
         await super()._read_data()
         await self.idle_task.stop()
 
@@ -133,8 +172,11 @@ class Listener:
         config: Config,
         registry: ConnectionRegistry,
         ssl_context: ssl.SSLContext | None = None,
+        *,
+        http1_only: bool = False,
     ) -> None:
         self._app = ASGIWrapper(app)
+        self._http1_only = http1_only
         self._config = config
         self._registry = registry
         self._ssl = ssl_context
@@ -175,6 +217,8 @@ class Listener:
             server = _ClosingTCPServer(
                 self._app, loop, self._config, self._context, {}, reader, writer
             )
+            if self._http1_only:
+                server.http1_only = self._registry.stats
             await server
         except (ConnectionError, ssl.SSLError, OSError) as exc:
             logger.debug("connection %d ended: %s", ident, exc)

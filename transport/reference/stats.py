@@ -10,6 +10,7 @@ how every stream ended. JSON shape (``ServiceStats.snapshot``)::
      "streamsStarted": n, "streamsCompleted": n, "streamsCancelled": n,
      "streamsAborted": n, "faultsApplied": n,
      "authFailures": n, "tokenRequests": n,
+     "connectionsClosedAfterStream": n, "h2PrefacesRejected": n,
      "recent": [{"endpoint", "httpVersion", "connection", "stream", "status"}, ...]}
 
 ``requests`` and ``httpVersions`` count completion requests only (not
@@ -19,7 +20,14 @@ requests of a test harness too); ``completionConnections`` counts the
 distinct connections that carried completion requests, which is what a test
 of connection reuse wants. ``streamsCancelled`` counts streams the client abandoned (reset or
 disconnect) before the end; ``streamsAborted`` streams the service itself
-broke on purpose (fault modes).
+broke on purpose (fault modes). On HTTP/1.1 a client cancels by closing the
+connection, which counts in ``streamsCancelled`` the same way. Each
+``recent`` record's ``connection`` is the id of the TCP connection it came on
+(ids count accepted connections from 1), so a test can tell whether a request
+rode a connection that was open before it was sent.
+``connectionsClosedAfterStream`` counts connections the service closed after
+a streamed response (``--close-after-stream``), ``h2PrefacesRejected`` HTTP/2
+prefaces answered with 400 (``--http1-only``).
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ class ServiceStats:
     faults_applied: int = 0
     auth_failures: int = 0
     token_requests: int = 0
+    connections_closed_after_stream: int = 0
+    h2_prefaces_rejected: int = 0
     completion_connections: set[int] = field(default_factory=set)
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT))
 
@@ -87,5 +97,7 @@ class ServiceStats:
             "faultsApplied": self.faults_applied,
             "authFailures": self.auth_failures,
             "tokenRequests": self.token_requests,
+            "connectionsClosedAfterStream": self.connections_closed_after_stream,
+            "h2PrefacesRejected": self.h2_prefaces_rejected,
             "recent": [dict(r) for r in self.recent],
         }
