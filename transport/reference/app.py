@@ -139,16 +139,17 @@ class ReferenceApp:
             self.latency,
             abort=lambda: self.registry.abort(client),
             cut=lambda: self.registry.cut(client),
+            # hypercorn finishes the response with the last chunk: mark it before
+            before_last_chunk=(
+                (lambda: self.registry.close_after_response(client))
+                if self.close_after_stream
+                else None
+            ),
         )
         async with ClientWatch(receive) as watch:
             await responder.respond(
                 Exchange(send, watch, dialect, ask, fault or NO_FAULT, record)
             )
-        finished = record.get("stream") and not record.get("cancelled")
-        if self.close_after_stream and finished and not record.get("aborted"):
-            # EOF right after the last chunk, no "Connection: close" header.
-            if await self.registry.cut(client):
-                self.stats.connections_closed_after_stream += 1
 
     async def _token(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw = await asgi.read_body(receive)

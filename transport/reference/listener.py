@@ -25,7 +25,7 @@ from hypercorn.app_wrappers import ASGIWrapper
 from hypercorn.asyncio.tcp_server import TCPServer
 from hypercorn.asyncio.worker_context import WorkerContext
 from hypercorn.config import Config
-from hypercorn.events import Closed, Event, RawData
+from hypercorn.events import Closed, Event, RawData, Updated
 from hypercorn.protocol import ProtocolWrapper
 from hypercorn.protocol.h11 import H2CProtocolRequiredError, H2ProtocolAssumedError
 
@@ -43,6 +43,8 @@ _FLUSH_PAUSE = 0.005
 class _Connection:
     ident: int
     transport: asyncio.WriteTransport
+    #: close once the current response is complete (``--close-after-stream``)
+    close_when_done: bool = False
 
 
 class ConnectionRegistry:
@@ -58,10 +60,26 @@ class ConnectionRegistry:
     def opened(self, peer: Peer, transport: asyncio.WriteTransport) -> int:
         """Record a newly accepted connection; returns its id."""
         self._next_id += 1
+        self._stats.last_connection = self._next_id
         self._open[peer] = _Connection(self._next_id, transport)
         self._stats.connections += 1
         self._stats.open_connections += 1
         return self._next_id
+
+    def close_after_response(self, peer: Any) -> None:
+        """Close the connection once the response being written is complete."""
+        conn = self._open.get(_peer(peer))
+        if conn is not None:
+            conn.close_when_done = True
+
+    def take_close_request(self, peer: Peer) -> bool:
+        """Whether the connection is to close now that its response is done (counted)."""
+        conn = self._open.get(peer)
+        if conn is None or not conn.close_when_done:
+            return False
+        conn.close_when_done = False
+        self._stats.connections_closed_after_stream += 1
+        return True
 
     def closed(self, peer: Peer) -> None:
         """Forget a connection that ended."""
@@ -155,6 +173,16 @@ class _ClosingTCPServer(TCPServer):
     """
 
     http1_only: ServiceStats | None = None
+    #: asked when a response is complete: close the connection now?
+    close_when_idle: Callable[[], bool] | None = None
+
+    async def protocol_send(self, event: Event) -> None:
+        await super().protocol_send(event)
+        idle = isinstance(event, Updated) and event.idle
+        if idle and self.close_when_idle is not None and self.close_when_idle():
+            # Everything written so far goes out first, then the FIN: EOF right
+            # after the last chunk, without a "Connection: close" header.
+            await self._close()
 
     async def _read_data(self) -> None:
         if self.http1_only is not None:
@@ -219,6 +247,7 @@ class Listener:
             )
             if self._http1_only:
                 server.http1_only = self._registry.stats
+            server.close_when_idle = lambda: self._registry.take_close_request(peer)
             await server
         except (ConnectionError, ssl.SSLError, OSError) as exc:
             logger.debug("connection %d ended: %s", ident, exc)
