@@ -48,6 +48,7 @@ from lsp_server.diagnose_service import (
     ServiceProbe,
     diagnose_service,
     probe_client,
+    protocol_row,
 )
 from lsp_server.serve import configure_logging, load_settings
 from lsp_server.settings import Settings
@@ -108,11 +109,19 @@ async def diagnose(
         url, _ = probe.completion_body(sample, stream=False)
         try:
             tokens = await probe.prompt_tokens(sample)
+        except errors.ProtocolRejected as exc:
+            report.add("network", failing("protocol", explain(exc, options)))
+            report.add("service", failing("completion endpoint", explain(exc, options)))
+            report.skip_rest(("encoding", "client"),
+                             "not measured: the server rejected the protocol (see network)")
+            return report
         except errors.TransportError as exc:
+            report.add("network", protocol_row(client, options))
             report.add("service", failing("completion endpoint", explain(exc, options)))
             report.skip_rest(("encoding", "client"),
                              "not measured: the completion request failed (see service)")
             return report
+        report.add("network", protocol_row(client, options))
         report.add("encoding", *encoding_measurements(options, sample, tokens))
         report.add("service", info("completion endpoint", "answers", hint=f"POST {url}"))
         service_ttft: float | None = None

@@ -262,6 +262,8 @@ class ConnectionWarmer:
     ) -> None:
         self._client = client
         self._probe_url = probe_url
+        #: named in log lines
+        self._where = httpx.URL(probe_url).netloc.decode("ascii")
         self._keep_warm = keep_warm_seconds
         self._active_window = active_window
         self._clock = clock
@@ -279,7 +281,7 @@ class ConnectionWarmer:
             response = await self._client.get(self._probe_url)
             await response.aclose()
         except errors.TransportError as exc:
-            logger.info("pre-connect to %s failed: %s", self._client.base_url.host, exc)
+            logger.info("pre-connect to %s failed: %s", self._where, exc)
             return False
         finally:
             self._last_traffic = self._clock()
