@@ -248,6 +248,10 @@ class Http1Pool:
         """The pool's current connections."""
         return [slot.connection for slot in self._slots]
 
+    def in_use(self) -> int:
+        """Connections carrying a request now (the rest are idle, connected or not yet used)."""
+        return sum(1 for slot in self._slots if slot.busy)
+
     def ready(self) -> int:
         """Idle connections a request could take now without a connect."""
         now = self._clock()
