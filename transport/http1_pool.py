@@ -19,9 +19,10 @@ closed by the server:
 - a server that closes after every streamed response is noticed (its
   connections turn readable right after the stream), after which a
   connection that carried a stream is never counted as a spare;
-- a request that fails on a *reused* connection before any byte of the
-  response arrived is retried once on another connection (the server
-  dropped an idle connection just as we sent); any other failure is raised.
+- a request that fails on a connection that sat idle (reused, or a spare)
+  before any byte of the response arrived is retried once on another
+  connection (the server dropped an idle connection just as we sent); any
+  other failure is raised.
 
 The pool answers ``handle_async_request`` like httpcore's own pool, over
 ``httpcore.AsyncHTTP11Connection`` objects and an
@@ -155,9 +156,14 @@ class _CountingStream(httpcore.AsyncNetworkStream):
 class _Slot:
     """One pooled connection and what the pool knows about it."""
 
-    def __init__(self, connection: httpcore.AsyncHTTP11Connection, stream: _CountingStream):
+    def __init__(
+        self, connection: httpcore.AsyncHTTP11Connection, stream: _CountingStream, *, tls: bool
+    ) -> None:
         self.connection = connection
         self.stream = stream
+        self.tls = tls
+        #: opened ahead of need: it sat idle, so the server may have dropped it
+        self.ahead = False
         self.served = 0
         self.busy = False
         #: monotonic time after which the connection is not used any more
@@ -171,6 +177,10 @@ class _Slot:
         """Whether the server hung up (an idle socket that turns readable is at EOF)."""
         if self.connection.is_closed():
             return True
+        if self.tls and self.served == 0:
+            # TLS 1.3 session tickets arrive after the handshake and sit unread
+            # until the first response: readable does not mean closed yet.
+            return False
         return bool(self.stream.get_extra_info("is_readable"))
 
     def info(self) -> str:
@@ -239,6 +249,8 @@ class Http1Pool:
         #: learned: the server closes the connection after each streamed response
         self.closes_after_stream: bool | None = None
         self._streams_kept_open = 0
+        #: the idle timeout the server announced last (applies to spares, too)
+        self._server_keep_alive = KeepAlive()
         self.counters = Http1Counters()
 
     # -- state -----------------------------------------------------------------
@@ -285,6 +297,7 @@ class Http1Pool:
             reused = slot.served > 0
             if reused:
                 self.counters.reused += 1
+            idled = reused or slot.ahead
             before = slot.stream.bytes_read
             try:
                 response = await slot.connection.handle_async_request(request)
@@ -292,7 +305,7 @@ class Http1Pool:
                 nothing_arrived = slot.stream.bytes_read == before
                 await self._discard(slot)
                 stale = isinstance(exc, httpcore.NetworkError | httpcore.RemoteProtocolError)
-                if stale and reused and nothing_arrived:
+                if stale and idled and nothing_arrived:
                     self.counters.closed_by_server += 1
                     if not retried:
                         # The server dropped an idle connection as we sent: no
@@ -373,6 +386,8 @@ class Http1Pool:
         else:
             slot.served += 1
             keep_alive = parse_keep_alive(_header(response, b"keep-alive"))
+            if keep_alive.timeout is not None:
+                self._server_keep_alive = KeepAlive(timeout=keep_alive.timeout)
             lifetime = idle_lifetime(keep_alive, self._expiry)
             slot.usable_until = None if lifetime is None else self._clock() + lifetime
             if keep_alive.max is not None:
@@ -397,9 +412,18 @@ class Http1Pool:
         except BaseException:
             await raw.aclose()
             raise
+        ssl_object = raw.get_extra_info("ssl_object")
+        if ssl_object is not None and ssl_object.selected_alpn_protocol() == "h2":
+            # The server chose HTTP/1.1 before; this pool cannot speak h2.
+            await raw.aclose()
+            raise httpcore.ConnectError(f"{self._host} switched to HTTP/2 mid-session")
         stream = _CountingStream(raw)
         connection = httpcore.AsyncHTTP11Connection(origin=self.origin, stream=stream)
-        return _Slot(connection, stream)
+        slot = _Slot(connection, stream, tls=ssl_object is not None)
+        # The server's idle timeout runs from now, before the first request.
+        lifetime = idle_lifetime(self._server_keep_alive, self._expiry)
+        slot.usable_until = None if lifetime is None else self._clock() + lifetime
+        return slot
 
     def _lost(self, slot: _Slot) -> None:
         """The server closed an idle connection."""
@@ -524,6 +548,7 @@ class Http1Pool:
                     break
                 finally:
                     self._connecting -= 1
+                slot.ahead = True
                 self._slots.append(slot)
                 self._notify()
 

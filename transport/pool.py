@@ -160,15 +160,14 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         #: HTTP/1.1 only (and the origin known): our keep-alive pool with spares
         self.http1: Http1Pool | None = None
         self._pool: httpcore.AsyncConnectionPool | Http1Pool
+        self._origin = origin
+        self._http1_settings = (ssl_context, max_connections, keepalive_expiry, connect_timeout)
+        #: over TLS with both offered: switch to the HTTP/1.1 pool once ALPN picks it
+        self._may_learn_http1 = origin is not None and http1 and http2
+        #: pools replaced by the HTTP/1.1 one, closed with the transport
+        self._replaced: list[httpcore.AsyncConnectionPool] = []
         if origin is not None and http1 and not http2:
-            self.http1 = self._pool = Http1Pool(
-                origin,
-                network_backend=backend,
-                ssl_context=ssl_context,
-                max_connections=max_connections,
-                keepalive_expiry=keepalive_expiry,
-                connect_timeout=connect_timeout,
-            )
+            self.http1 = self._pool = self._new_http1_pool()
         else:
             self._pool = PinnedConnectionPool(
                 network_backend=backend,
@@ -180,6 +179,18 @@ class PinnedTransport(httpx.AsyncBaseTransport):
                 keepalive_expiry=keepalive_expiry,
                 on_reset=self._count_reset,
             )
+
+    def _new_http1_pool(self) -> Http1Pool:
+        assert self._origin is not None
+        ssl_context, max_connections, keepalive_expiry, connect_timeout = self._http1_settings
+        return Http1Pool(
+            self._origin,
+            network_backend=self.backend,
+            ssl_context=ssl_context,
+            max_connections=max_connections,
+            keepalive_expiry=keepalive_expiry,
+            connect_timeout=connect_timeout,
+        )
 
     def _count_reset(self) -> None:
         self.streams_reset += 1
@@ -204,8 +215,20 @@ class PinnedTransport(httpx.AsyncBaseTransport):
 
     def prepare(self) -> None:
         """Start keeping connections ready ahead of requests (HTTP/1.1 pool)."""
+        self._learn_protocol()
         if self.http1 is not None:
             self.http1.prepare()
+
+    def _learn_protocol(self) -> None:
+        """The server picked http/1.1 in ALPN: from now on, the HTTP/1.1 pool serves."""
+        if not self._may_learn_http1 or self.http1 is not None:
+            return
+        if self.protocol != "http/1.1":
+            return
+        assert isinstance(self._pool, httpcore.AsyncConnectionPool)
+        self._replaced.append(self._pool)
+        self.http1 = self._pool = self._new_http1_pool()
+        logger.info("the service chose HTTP/1.1: keeping spare connections ready")
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through the pool; errors come out as ``transport.errors``."""
@@ -227,6 +250,7 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         )
         with map_errors(host, body=False):
             response = await self._pool.handle_async_request(core_request)
+        self._learn_protocol()
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
@@ -236,6 +260,8 @@ class PinnedTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         """Close every connection."""
+        for pool in self._replaced:
+            await pool.aclose()
         await self._pool.aclose()
 
     def __repr__(self) -> str:

@@ -22,6 +22,7 @@ from tests.support.reference import ReferenceService
 from transport.errors import ProtocolRejected
 from transport.http import HttpCompletionBackend
 from transport.options import EndpointOptions
+from transport.pool import PinnedTransport
 
 pytestmark = pytest.mark.e2e
 
@@ -143,3 +144,20 @@ async def test_http2_required_against_an_http1_only_server_names_the_fix(
     assert "127.0.0.1" in message and "HTTP/1.1 only" in message
     assert "set transport.http2 to auto" in message
     assert svc.stats()["h2PrefacesRejected"] >= 1
+
+
+async def test_tls_with_auto_moves_to_the_http1_pool_when_the_server_picks_http1() -> None:
+    args = ["--http1-only", "--close-after-stream", "--keep-alive-timeout", "5"]
+    with ReferenceService(tls=True, extra_args=args) as service:
+        options = EndpointOptions(
+            endpoint=service.url, ca_file=str(service.ca_file), keep_warm_seconds=0
+        )
+        async with started_backend(options) as backend:
+            assert isinstance(backend.transport, PinnedTransport)
+            assert backend.transport.http1 is not None  # learned from the pre-connect
+            assert await complete(backend)
+            await eventually(lambda: service.stats()["connectionsClosedAfterStream"] == 1)
+            assert await complete_without_connect(backend, service)
+            counters = backend.counters()
+            assert counters.protocol == "http/1.1" and counters.errors == 0
+        assert service.stats()["httpVersions"] == {"1.1": 2}
