@@ -368,9 +368,10 @@ class Http1Pool:
         if not candidates:
             return None
         # A connection that never carried a stream first (a server may close
-        # after streams); among the rest, the most recently used.
+        # after streams), the oldest of those (nearest its idle timeout); else
+        # the most recently used.
         fresh = [slot for slot in candidates if not slot.streamed]
-        return (fresh or candidates)[-1]
+        return fresh[0] if fresh else candidates[-1]
 
     def _released(self, slot: _Slot, response: httpcore.Response, *, complete: bool) -> None:
         """A response was closed: keep its connection, or count why it went."""

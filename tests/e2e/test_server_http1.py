@@ -52,6 +52,16 @@ def only_the_endpoint(endpoint: str, tmp_path: Path) -> tuple[dict[str, Any], di
     return {"endpoint": endpoint}, env
 
 
+def no_transport_settings(
+    endpoint: str, tmp_path: Path
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The endpoint and no transport settings; no speculative prefetch, so every
+    upstream request a test sees is the one it asked for."""
+    options, env = only_the_endpoint(endpoint, tmp_path)
+    options["speculative"] = {"enabled": False}
+    return options, env
+
+
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not await check():
@@ -74,11 +84,14 @@ async def assert_next_miss_waits_for_no_connect(
 
     await eventually(spare_ready)
     waits = (await transport(server))["connectWaits"]
-    newest = svc.stats()["lastConnection"]
+    before = svc.stats()
+    newest, seen = before["lastConnection"], before["requests"]["total"]
     server.open("file:///work/project/next.py", NEXT_TEXT)
     assert await server.inline_text("file:///work/project/next.py", 2, 11)
     assert (await transport(server))["connectWaits"] == waits
-    assert svc.stats()["recent"][-1]["connection"] <= newest
+    after = svc.stats()
+    assert after["requests"]["total"] == seen + 1  # a real miss, nothing else
+    assert after["recent"][seen]["connection"] <= newest
 
 
 @pytest.mark.parametrize("path", ["", "/v1"])
@@ -105,7 +118,7 @@ async def test_only_an_endpoint_gives_completions_and_cache_hits_over_http1(
 async def test_the_miss_after_a_closed_after_stream_response_waits_for_no_connect(
     svc: ReferenceService, tmp_path: Path
 ) -> None:
-    options, env = only_the_endpoint(svc.url, tmp_path)
+    options, env = no_transport_settings(svc.url, tmp_path)
     async with ServerProcess(options, env=env) as server:
         server.open(URI, TEXT)
         assert await server.inline_text(URI, LINE, COLUMN) == EXPECTED
@@ -121,7 +134,7 @@ async def test_the_miss_after_a_closed_after_stream_response_waits_for_no_connec
 async def test_cancelling_a_stream_closes_its_connection_and_the_service_stops(
     svc: ReferenceService, tmp_path: Path
 ) -> None:
-    options, env = only_the_endpoint(svc.url, tmp_path)
+    options, env = no_transport_settings(svc.url, tmp_path)
     async with ServerProcess(options, env=env) as server:
         server.open(URI, TEXT)
         svc.set_fault("never-ending", 1, interval=0.02)
