@@ -48,6 +48,7 @@ from lsp_server.diagnose_service import (
     ServiceProbe,
     diagnose_service,
     probe_client,
+    service_measurements,
 )
 from lsp_server.serve import configure_logging, load_settings
 from lsp_server.settings import Settings
@@ -55,6 +56,7 @@ from transport import errors
 from transport.auth import auth_for
 from transport.factory import build_backend
 from transport.network import PinnedResolverBackend
+from transport.service_detect import detect_service
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +106,11 @@ async def diagnose(
         return report
     client = probe_client(options, PinnedResolverBackend(PinnedAddresses([network.address])))
     try:
-        probe = ServiceProbe(options, client, headers, clock=clock)
+        profile = None
+        if options.provider in ("auto", "llamacpp"):
+            profile = await detect_service(client, options, headers)
+            report.add("service", *service_measurements(options, profile))
+        probe = ServiceProbe(options, client, headers, clock=clock, profile=profile)
         url, _ = probe.completion_body(sample, stream=False)
         try:
             tokens = await probe.prompt_tokens(sample)
