@@ -179,7 +179,9 @@ def test_replay_of_a_synthesized_session_has_no_errors(
     assert replay.returncode == 0, replay.stderr
     result = json.loads(replay.stdout)
     assert result["upstreamRequests"] > 0
-    assert result.get("upstreamErrors", 0) == 0
+    assert result["upstreamErrors"] == 0 and result["errors"] == 0
+    assert result["provider"]["detected"] == "llamacpp"
+    assert result["tokens"]["prompt"] > 0
     assert result["requests"] > result["upstreamRequests"]  # and the cache served the rest
 
 

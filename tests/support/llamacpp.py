@@ -147,9 +147,11 @@ def write_tiny_model(path: Path, *, embedding: int = 512, layers: int = 2) -> Pa
 class LlamaCppServer:
     """llama.cpp's HTTP server in a subprocess, on 127.0.0.1, over the tiny model."""
 
-    def __init__(self, workdir: Path, *, batch: int = BATCH_TOKENS) -> None:
+    def __init__(self, workdir: Path, *, batch: int = BATCH_TOKENS, embedding: int = 512) -> None:
         self.workdir = workdir
         self.batch = batch
+        #: the model's width: 512 generates slowly enough to cancel mid-stream
+        self.embedding = embedding
         self.model = workdir / "tiny-random.gguf"
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
@@ -158,7 +160,7 @@ class LlamaCppServer:
     def start(self) -> LlamaCppServer:
         """Write the model, start the server and wait until ``/health`` says ok."""
         if not self.model.exists():
-            write_tiny_model(self.model)
+            write_tiny_model(self.model, embedding=self.embedding)
         log = open(self.workdir / "llama-server.log", "wb")  # noqa: SIM115
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.support.llamacpp", str(self.model), str(self.batch)],
