@@ -48,6 +48,7 @@ from lsp_server.diagnose_service import (
     ServiceProbe,
     diagnose_service,
     probe_client,
+    prompt_cut_measurement,
     service_measurements,
 )
 from lsp_server.serve import configure_logging, load_settings
@@ -120,6 +121,8 @@ async def diagnose(
                              "not measured: the completion request failed (see service)")
             return report
         report.add("encoding", *encoding_measurements(options, sample, tokens))
+        if tokens is not None:
+            report.add("service", prompt_cut_measurement(probe, sample, tokens))
         report.add("service", info("completion endpoint", "answers", hint=f"POST {url}"))
         service_ttft: float | None = None
         try:

@@ -37,7 +37,14 @@ from transport.network import PinnedResolverBackend, tls_context
 from transport.options import EndpointOptions
 from transport.pool import PinnedTransport
 from transport.prompt import fit_prompt
-from transport.providers import LlamaCppProvider, decode_lines, provider_for, sse_events
+from transport.providers import (
+    LlamaCppProvider,
+    Provider,
+    TokenUsage,
+    decode_lines,
+    provider_for,
+    sse_events,
+)
 from transport.service_detect import ServiceProfile
 
 Clock = Callable[[], float]
@@ -134,6 +141,11 @@ class ServiceProbe:
         self._headers = headers
         self._clock = clock
         self._provider = provider_for(options, profile)
+
+    @property
+    def provider(self) -> Provider:
+        """The provider the probe's requests use."""
+        return self._provider
 
     @property
     def provider_name(self) -> str:
@@ -250,6 +262,24 @@ def service_measurements(
         out.append(skipped("prompt limit", f"{profile.kind} does not report one; prompts use "
                            "completion.prefixChars and suffixChars"))
     return out
+
+
+def prompt_cut_measurement(probe: ServiceProbe, sample: PromptSample, tokens: int) -> Measurement:
+    """Whether the server read the whole prompt (llama.cpp cuts it at its batch size)."""
+    provider = probe.provider
+    if not isinstance(provider, LlamaCppProvider):
+        return skipped("prompt cut by server", f"{provider.name} reports no cut")
+    _, body = probe.completion_body(sample, stream=False)
+    provider.observe(body, TokenUsage(prompt=tokens))
+    if provider.prompts_cut:
+        limit = probe.options.max_prompt_tokens
+        return Measurement(
+            "prompt cut by server", tokens, "tokens", None, "slow",
+            f"the server read {tokens} prompt tokens of about {provider.expected_tokens(body)} "
+            f"sent: its batch size (-b) is below completion.maxPromptTokens ({limit}); "
+            f"scopecache now keeps prompts within {provider.prompt_token_limit()} tokens, but "
+            f"set completion.maxPromptTokens = {tokens} or start llama-server with -b {limit}")
+    return info("prompt cut by server", "no", hint=f"the server read all {tokens} prompt tokens")
 
 
 async def diagnose_service(

@@ -42,7 +42,13 @@ from transport.dns import DnsPrefetcher
 from transport.network import PinnedResolverBackend, is_ip_literal, tls_context
 from transport.options import EndpointOptions
 from transport.pool import ConnectionWarmer, PinnedTransport
-from transport.providers import TokenUsage, decode_lines, parse_json, provider_for
+from transport.providers import (
+    LlamaCppProvider,
+    TokenUsage,
+    decode_lines,
+    parse_json,
+    provider_for,
+)
 from transport.resilience import Backoff, CircuitBreaker, SecretRedactor
 from transport.response import drain, is_json, raise_for_status, read_body
 from transport.service_detect import ServiceProfile, detect_service
@@ -209,8 +215,9 @@ class HttpCompletionBackend(CompletionBackend):
         if "path" not in answer or self.profile is None or self.profile.kind != self._provider.name:
             url, _ = self._provider.build_request(CompletionRequest(prefix="", suffix=""))
             answer["path"] = httpx.URL(url).path
-        if self._provider.name == "llamacpp":
-            answer["promptTokenLimit"] = self._provider.prompt_token_limit()  # type: ignore[attr-defined]
+        if isinstance(self._provider, LlamaCppProvider):
+            answer["promptTokenLimit"] = self._provider.prompt_token_limit()
+            answer["promptsCutByServer"] = self._provider.prompts_cut
         return answer
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
@@ -290,14 +297,19 @@ class HttpCompletionBackend(CompletionBackend):
             async with self._client.stream("POST", url, json=body, headers=headers) as response:
                 raise_for_status(response)
                 raw = response.aiter_raw()
+                provider = self._provider
+
+                def observe(usage: TokenUsage) -> None:
+                    provider.observe(body, usage)
+
                 if is_json(response):
-                    text = self._provider.parse_body(parse_json(await read_body(raw)))
+                    text = provider.parse_body(parse_json(await read_body(raw)), observe)
                     self._check_size(len(text))
                     if text:
                         yield text
                     return
                 lines = decode_lines(self._until(raw, deadline))
-                async with contextlib.aclosing(self._provider.parse_stream(lines)) as texts:
+                async with contextlib.aclosing(provider.parse_stream(lines, observe)) as texts:
                     async for text in texts:
                         total += len(text)
                         self._check_size(total)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ from transport.errors import ConfigurationError, UpstreamProtocolError
 from transport.options import EndpointOptions
 from transport.prompt import FIM_TEMPLATES, fit_prompt, render_fim
 from transport.service_detect import ServiceProfile
+
+logger = logging.getLogger(__name__)
 
 #: a single line longer than this is not a sane completion chunk
 MAX_LINE_CHARS = 1 << 20
@@ -177,10 +180,18 @@ class Provider(ABC):
         #: receives the token numbers of every answer that reports them
         self.on_usage: UsageSink | None = None
 
-    def report(self, usage: TokenUsage | None) -> None:
-        """Hand an answer's token numbers to ``on_usage``."""
-        if usage is not None and self.on_usage is not None:
+    def report(self, usage: TokenUsage | None, sink: UsageSink | None = None) -> None:
+        """Hand an answer's token numbers to ``on_usage`` and to this answer's ``sink``."""
+        if usage is None:
+            return
+        if self.on_usage is not None:
             self.on_usage(usage)
+        if sink is not None:
+            sink(usage)
+
+    def observe(self, body: dict[str, Any], usage: TokenUsage) -> None:
+        """Learn from what the service reported for the request ``body`` (default: nothing)."""
+        return None
 
     @property
     def fim_template(self) -> str:
@@ -217,12 +228,14 @@ class Provider(ABC):
         """The URL to POST to and the JSON body."""
 
     @abstractmethod
-    def parse_stream(self, lines: AsyncIterable[str]) -> AsyncGenerator[str, None]:
-        """Completion text chunks from a streamed answer's lines."""
+    def parse_stream(
+        self, lines: AsyncIterable[str], sink: UsageSink | None = None
+    ) -> AsyncGenerator[str, None]:
+        """Completion text chunks from a streamed answer's lines; its token numbers to ``sink``."""
 
     @abstractmethod
-    def parse_body(self, body: Any) -> str:
-        """The completion text of a non-streamed JSON answer."""
+    def parse_body(self, body: Any, sink: UsageSink | None = None) -> str:
+        """The completion text of a non-streamed JSON answer; its token numbers to ``sink``."""
 
 
 class OpenAIProvider(Provider):
@@ -256,16 +269,18 @@ class OpenAIProvider(Provider):
             body["stop"] = stop
         return f"{self.options.openai_base}/completions", body
 
-    def parse_body(self, body: Any) -> str:
+    def parse_body(self, body: Any, sink: UsageSink | None = None) -> str:
         """``choices[0].text``."""
         if isinstance(body, dict):
-            self.report(openai_usage(body))
+            self.report(openai_usage(body), sink)
         choices = body.get("choices") if isinstance(body, dict) else None
         if not isinstance(choices, list):
             raise UpstreamProtocolError("answer has no choices")
         return "".join(_text_field(choice, "text") for choice in choices[:1])
 
-    async def parse_stream(self, lines: AsyncIterable[str]) -> AsyncGenerator[str, None]:
+    async def parse_stream(
+        self, lines: AsyncIterable[str], sink: UsageSink | None = None
+    ) -> AsyncGenerator[str, None]:
         """SSE chunks until ``[DONE]`` (or a chunk with a finish reason)."""
         finished = False
         async for data in sse_events(lines):
@@ -274,7 +289,7 @@ class OpenAIProvider(Provider):
             chunk = parse_json(data)
             choices = chunk.get("choices") if isinstance(chunk, dict) else None
             if isinstance(chunk, dict) and ("usage" in chunk or "timings" in chunk):
-                self.report(openai_usage(chunk))
+                self.report(openai_usage(chunk), sink)
             if choices == [] and isinstance(chunk.get("usage"), dict):
                 continue  # the usage-only chunk of stream_options.include_usage
             if not isinstance(choices, list):
@@ -297,6 +312,15 @@ class LlamaCppProvider(Provider):
     FALLBACK_CHARS_PER_TOKEN = 2.5
     #: share of the token limit the prompt may use (the FIM tokens and BOS need room)
     HEADROOM = 0.9
+    #: a prompt read as fewer than this share of the tokens it should take was cut
+    CUT_RATIO = 0.6
+
+    def __init__(self, options: EndpointOptions, profile: ServiceProfile | None = None) -> None:
+        super().__init__(options, profile)
+        #: the token limit learnt from a prompt the server cut (0: none seen)
+        self.learned_limit = 0
+        #: prompts the server read only part of
+        self.prompts_cut = 0
 
     def prompt_token_limit(self) -> int:
         """Tokens the prompt may have: ``maxPromptTokens``, and the slot's context less the answer.
@@ -309,7 +333,34 @@ class LlamaCppProvider(Provider):
         context = self.profile.context_tokens if self.profile is not None else 0
         if context:
             limit = min(limit, max(16, context - self.options.max_tokens))
+        if self.learned_limit:
+            limit = min(limit, self.learned_limit)
         return limit
+
+    def expected_tokens(self, body: dict[str, Any]) -> int:
+        """About how many tokens the prompt of ``body`` takes, at the measured rate."""
+        sent = len(body.get("input_prefix", "")) + len(body.get("input_suffix", ""))
+        return int(sent / self.chars_per_token())
+
+    def observe(self, body: dict[str, Any], usage: TokenUsage) -> None:
+        """Notice a prompt the server cut, and keep the next ones within what it kept.
+
+        The server reports the prompt tokens it read; far fewer than the text
+        sent should take means it cut the prompt at its batch size.
+        """
+        expected = self.expected_tokens(body)
+        if usage.prompt <= 0 or expected < 64 or usage.prompt >= expected * self.CUT_RATIO:
+            return
+        self.prompts_cut += 1
+        learned = max(16, usage.prompt - 8)
+        if self.learned_limit and learned >= self.learned_limit:
+            return
+        self.learned_limit = learned
+        logger.warning(
+            "llama.cpp at %s read %d prompt tokens of about %d sent: it cuts prompts at its "
+            "batch size; prompts are now kept within %d tokens (start llama-server with a "
+            "larger -b, or set completion.maxPromptTokens)",
+            self.options.origin, usage.prompt, int(expected), learned)
 
     def chars_per_token(self) -> float:
         """The tokenizer's characters per token, as measured at identification."""
@@ -346,13 +397,15 @@ class LlamaCppProvider(Provider):
             body["stop"] = stop
         return f"{self.options.origin}/infill", body
 
-    def parse_body(self, body: Any) -> str:
+    def parse_body(self, body: Any, sink: UsageSink | None = None) -> str:
         """``content``."""
         if isinstance(body, dict):
-            self.report(llamacpp_usage(body))
+            self.report(llamacpp_usage(body), sink)
         return _text_field(body, "content")
 
-    async def parse_stream(self, lines: AsyncIterable[str]) -> AsyncGenerator[str, None]:
+    async def parse_stream(
+        self, lines: AsyncIterable[str], sink: UsageSink | None = None
+    ) -> AsyncGenerator[str, None]:
         """SSE chunks with ``content`` until one says ``stop: true``."""
         async for data in sse_events(lines):
             chunk = parse_json(data)
@@ -360,7 +413,7 @@ class LlamaCppProvider(Provider):
             if text:
                 yield text
             if chunk.get("stop") is True:
-                self.report(llamacpp_usage(chunk))
+                self.report(llamacpp_usage(chunk), sink)
                 return
         raise UpstreamProtocolError("stream ended before stop")
 
@@ -397,13 +450,15 @@ class OllamaProvider(Provider):
             body["raw"] = False
         return f"{self.options.origin}/api/generate", body
 
-    def parse_body(self, body: Any) -> str:
+    def parse_body(self, body: Any, sink: UsageSink | None = None) -> str:
         """``response``."""
         if isinstance(body, dict):
-            self.report(ollama_usage(body))
+            self.report(ollama_usage(body), sink)
         return _text_field(body, "response")
 
-    async def parse_stream(self, lines: AsyncIterable[str]) -> AsyncGenerator[str, None]:
+    async def parse_stream(
+        self, lines: AsyncIterable[str], sink: UsageSink | None = None
+    ) -> AsyncGenerator[str, None]:
         """NDJSON objects with ``response`` until ``done: true``."""
         async for line in lines:
             if not line.strip():
@@ -415,7 +470,7 @@ class OllamaProvider(Provider):
             if text:
                 yield text
             if chunk.get("done") is True:
-                self.report(ollama_usage(chunk))
+                self.report(ollama_usage(chunk), sink)
                 return
         raise UpstreamProtocolError("stream ended before done")
 

@@ -35,9 +35,6 @@ from lsp_server.replay import replay_trace
 from lsp_server.synth import sample_files, synthesize
 from tests.support.llamacpp import LlamaCppServer, missing_reason
 
-#: the transport's HTTP/1.1 default for http:// is landing separately
-TRANSPORT: dict[str, Any] = {"http2": False}
-
 
 def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
     return {
@@ -85,7 +82,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                             ("cold", {"policy": "hybrid", **l2}),
                             ("warm", {"policy": "hybrid", **l2})):
             # throttle off: the miss row measures the path, not the debounce
-            settings = {"transport": TRANSPORT, "cache": cache, "speculative": {"enabled": False},
+            settings = {"cache": cache, "speculative": {"enabled": False},
                         "throttle": {"minDelayMs": 0, "maxDelayMs": 0}}
             result = asyncio.run(replay_trace(trace, endpoint=server.url, settings=settings))
             summaries[name] = result.summary()

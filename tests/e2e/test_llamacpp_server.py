@@ -35,8 +35,6 @@ TEXT = (
     "print(area(2), circumference(2))\n"
 )
 LINE, COLUMN = 8, 11
-#: the transport's HTTP/1.1 default is landing separately; until then http:// needs this
-TRANSPORT: dict[str, Any] = {"http2": False}
 #: generous: a loaded 2-core machine runs the whole suite beside these tests
 DEADLINE = 30.0
 
@@ -45,7 +43,6 @@ def settings(endpoint: str, **extra: Any) -> dict[str, Any]:
     """Only the endpoint (and what a test is about): everything else is the default."""
     return {
         "endpoint": endpoint,
-        "transport": TRANSPORT,
         "cache": {"l2": "none"},
         "speculative": {"enabled": False},
         **extra,
@@ -111,21 +108,40 @@ async def test_auto_reports_the_servers_token_numbers_and_its_kv_cache_reuse(
     assert stats["provider"]["promptTokenLimit"] <= llama_server.context_per_slot
 
 
-async def test_a_long_file_is_cut_to_the_servers_limit_not_by_the_server(
+LONG_TEXT = "".join(f"def f{i}(value):\n    return value + {i}\n\n\n" for i in range(400))
+LONG_TEXT += "def last(value):\n    return "
+
+
+async def test_a_long_file_is_kept_within_the_configured_limit_so_the_server_cuts_nothing(
     llama_server: LlamaCppServer,
 ) -> None:
-    body = "".join(f"def f{i}(value):\n    return value + {i}\n\n\n" for i in range(400))
-    text = body + "def last(value):\n    return "
-    line = text.count("\n")
     limit = llama_server.batch
     options = settings(llama_server.url, completion={"maxPromptTokens": limit})
     async with ServerProcess(options) as server:
-        server.open(URI, text)
-        assert await server.inline_text(URI, line, 11)
+        server.open(URI, LONG_TEXT)
+        assert await server.inline_text(URI, LONG_TEXT.count("\n"), 11)
         stats = await server.stats()
     assert stats["upstreamErrors"] == 0
-    # /infill keeps at most the batch of prompt tokens and drops the rest silently
     assert 0 < stats["tokens"]["prompt"] <= limit
+    assert stats["provider"]["promptsCutByServer"] == 0
+
+
+async def test_a_prompt_the_server_cut_is_noticed_and_the_next_ones_fit(
+    llama_server: LlamaCppServer,
+) -> None:
+    # maxPromptTokens left at llama-server's default -b (2048): this server's is smaller
+    line = LONG_TEXT.count("\n")
+    async with ServerProcess(settings(llama_server.url)) as server:
+        server.open(URI, LONG_TEXT)
+        assert await server.inline_text(URI, line, 11)
+        first = await server.stats()
+        server.insert(URI, line, 11, "v")
+        assert await server.inline_text(URI, line, 12)
+        second = await server.stats()
+    assert first["provider"]["promptsCutByServer"] == 1
+    assert first["provider"]["promptTokenLimit"] < llama_server.batch
+    assert second["provider"]["promptsCutByServer"] == 1
+    assert second["tokens"]["prompt"] - first["tokens"]["prompt"] < llama_server.batch
 
 
 async def test_cancelling_mid_stream_stops_generation_on_the_server(
@@ -152,7 +168,8 @@ async def test_cancelling_mid_stream_stops_generation_on_the_server(
         assert predicted < max_tokens
         stats = await server.stats()
         assert stats["upstreamCancelled"] == 1
-        # the next completion still works
+        # the next completion still works (a short one: this one is not about limits)
+        server.configure({**options, "completion": {"maxTokens": 16}})
         server.insert(URI, LINE, COLUMN, "2")
         assert await server.inline_text(URI, LINE, COLUMN + 1) is not None
 
@@ -168,14 +185,11 @@ def test_replay_of_a_synthesized_session_has_no_errors(
     llama_server: LlamaCppServer, tmp_path: Path
 ) -> None:
     source = tmp_path / "shapes.py"
-    source.write_text(TEXT * 3)
+    source.write_text(TEXT)
     trace = tmp_path / "session.jsonl"
     synth = run_cli("trace", "synth", str(source), "-o", str(trace), "--seed", "3")
     assert synth.returncode == 0, synth.stderr
-    config = tmp_path / "scopecache.toml"
-    config.write_text("[scopecache.transport]\nhttp2 = false\n")
-    replay = run_cli("replay", str(trace), "--endpoint", llama_server.url, "--json",
-                     "--config", str(config))
+    replay = run_cli("replay", str(trace), "--endpoint", llama_server.url, "--json")
     assert replay.returncode == 0, replay.stderr
     result = json.loads(replay.stdout)
     assert result["upstreamRequests"] > 0
@@ -188,14 +202,12 @@ def test_replay_of_a_synthesized_session_has_no_errors(
 def test_diagnose_reports_http1_the_detected_server_and_real_token_counts(
     llama_server: LlamaCppServer, tmp_path: Path
 ) -> None:
-    config = tmp_path / "scopecache.toml"
-    config.write_text("[scopecache.transport]\nhttp2 = false\n")
-    result = run_cli("diagnose", "--endpoint", llama_server.url, "--json", "--samples", "2",
-                     "--config", str(config))
+    result = run_cli("diagnose", "--endpoint", llama_server.url, "--json", "--samples", "2")
     report = json.loads(result.stdout)
     rows = {m["name"]: m for layer in report["layers"].values() for m in layer}
+    assert rows["protocol"]["value"] == "http/1.1"
     assert "llamacpp" in str(rows["server"]["value"])
     assert "/infill" in str(rows["server"]["hint"])
     assert isinstance(rows["prompt limit"]["value"], int)
-    assert any(isinstance(m.get("value"), int) and m["value"] > 0 and "token" in m["name"]
-               for m in rows.values())
+    assert rows["prompt tokens"]["value"] > 0  # the server's own count
+    assert rows["prompt cut by server"]["verdict"] in ("ok", "slow")
