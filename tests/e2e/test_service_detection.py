@@ -8,12 +8,18 @@ reference service's Ollama-shaped ``/api/version``, ``/api/tags`` and
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from lsp_server.client import ServerProcess
+from tests.support.backend import complete, started_backend
 from tests.support.greet import CORPUS, TEXT
+from tests.support.redis_server import free_port
 from tests.support.reference import ReferenceService
+from transport.backend import CompletionRequest
+from transport.http import REDETECT_SECONDS
+from transport.options import EndpointOptions
 
 pytestmark = pytest.mark.e2e
 
@@ -55,3 +61,21 @@ async def test_auto_detects_the_service_and_counts_its_tokens(
     assert tokens["prompt"] > 0 and tokens["generated"] > 0
     assert tokens["evaluated"] == tokens["prompt"]  # no KV cache in the reference service
     assert stats["upstreamErrors"] == 0
+
+
+async def test_a_service_down_at_start_is_identified_when_it_comes_up(tmp_path: Path) -> None:
+    corpus = tmp_path / "greet.py"
+    corpus.write_text(CORPUS)
+    port = free_port()
+    now = [0.0]
+    options = EndpointOptions(endpoint=f"http://127.0.0.1:{port}/v1", keep_warm_seconds=0)
+    async with started_backend(options, clock=lambda: now[0]) as backend:
+        assert backend.service()["detected"] is None
+        assert backend.service()["path"] == "/v1/completions"  # the fallback until it answers
+        extra = ["--identify-as", "ollama", "--port", str(port)]
+        with ReferenceService(tls=False, corpus=[corpus], extra_args=extra) as svc:
+            now[0] += REDETECT_SECONDS + 1
+            assert await complete(backend, CompletionRequest(prefix=TEXT, suffix=""))
+            assert backend.service()["detected"] == "ollama"
+            assert backend.service()["path"] == "/api/generate"
+            assert svc.completion_requests("/api/generate") == 1
