@@ -87,6 +87,9 @@ class HttpCompletionBackend(CompletionBackend):
         self._identify = options.provider in ("auto", "llamacpp")
         self._identify_after = float("-inf")
         self._identifying: asyncio.Future[None] | None = None
+        #: the credentials' start: identification waits for it (a service that
+        #: wants a key would count key-less questions as failed logins)
+        self._authing: asyncio.Future[None] | None = None
         self._dns = resolver if resolver is not None else DnsPrefetcher(options.nameservers)
         self._network: PinnedResolverBackend | None = None
         if transport is None:
@@ -143,8 +146,9 @@ class HttpCompletionBackend(CompletionBackend):
         for handler in logging.getLogger().handlers:
             handler.addFilter(self._redactor)
         # The token fetch and the connection set-up run side by side.
+        self._authing = asyncio.ensure_future(self._start_auth())
         self._warming = asyncio.ensure_future(self._start_network())
-        await asyncio.gather(self._start_auth(), self._warming)
+        await asyncio.gather(self._authing, self._warming)
 
     async def _start_auth(self) -> None:
         try:
@@ -167,7 +171,13 @@ class HttpCompletionBackend(CompletionBackend):
 
     async def _identify_service(self) -> None:
         """Ask the service what it is (this opens the connection too) and pick its path."""
-        profile = await detect_service(self._client, self.options)
+        if self._authing is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._authing)
+        headers: dict[str, str] = {}
+        with contextlib.suppress(errors.TransportError):
+            headers = await self._auth.header()
+        profile = await detect_service(self._client, self.options, headers)
         if profile is None:
             self._identify_after = self._clock() + REDETECT_SECONDS
             if self.options.provider == "auto":
