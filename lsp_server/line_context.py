@@ -78,7 +78,7 @@ def line_context(
 def _scope_start(tree: Tree, spec: LanguageSpec, path: list[Node]) -> int:
     """Start of the innermost scope (below the root) on ``path``; 0 for the root."""
     start = 0
-    for node in path:
-        if node.type in spec.scope_types and node != tree.root_node:
+    for node in spec.scopes_on(path):
+        if node != tree.root_node:
             start = node.start_byte
     return start
