@@ -26,8 +26,10 @@ Rules, chosen to stay stable while the user types incomplete code:
 * **Windows**: ``scope_prefix`` runs from the start of the enclosing scope to
   the cursor (last ``scope_chars`` characters); ``suffix`` runs from the
   cursor for ``suffix_lines``/``suffix_chars`` but never past the end of the
-  enclosing scope, so an edit outside the scope changes neither; ``prefix``
-  may reach outside the scope.
+  enclosing scope, so an edit outside the scope changes neither (while the
+  user types on one line, the end found first holds: see
+  ``lsp_server.line_context.suffix_bound``); ``prefix`` may reach outside the
+  scope.
 * Without a tree (no grammar, too large, binary) the context is text only:
   depth 0, node and parent ``"text"``, and the scope is the prefix window.
 """
@@ -43,7 +45,7 @@ from tree_sitter import Node
 from lsp_server.block_opener import block_opener, text_block_opener
 from lsp_server.documents import Document
 from lsp_server.languages import LanguageSpec
-from lsp_server.line_context import line_context
+from lsp_server.line_context import line_context, suffix_bound
 from lsp_server.positions import TextBuffer
 from lsp_server.settings import CompletionSettings
 from lsp_server.syntax_reads import ERROR_NODE, head_text, node_path, tail_text
@@ -168,6 +170,7 @@ def syntax_context(
     scope = scopes[-1]
     scope_start = 0 if scope == root else scope.start_byte
     scope_end = len(data) if scope == root else scope.end_byte
+    bound = suffix_bound(doc, spec, line_start, line_end, scope_end, 4 * scope_chars)
     return SyntaxContext(
         language=doc.language,
         line=line,
@@ -185,7 +188,7 @@ def syntax_context(
         preceding_lines=preceding,
         line_context=line_context(doc, tree, spec, line_start, scope_chars),
         prefix=prefix,
-        suffix=head_text(data, off, min(suffix_end, max(off, scope_end)), suffix_chars),
+        suffix=head_text(data, off, min(suffix_end, max(off, bound)), suffix_chars),
         at_line_start=at_line_start,
         block_opener=opener,
         parsed=True,

@@ -4,6 +4,9 @@
 namespace linalg {
 
 class Matrix {
+    int rows_;
+    int cols_;
+
 public:
     Matrix(int rows, int cols) : rows_(rows), cols_(cols), data_(rows * cols) {}
 
@@ -26,8 +29,6 @@ public:
     }
 
 private:
-    int rows_;
-    int cols_;
     std::vector<double> data_;
 };
 

@@ -7,7 +7,9 @@ module Collections
     end
 
     def push(item)
-      raise ArgumentError, "full" if @items.size >= @limit
+      if @items.size >= @limit
+        raise ArgumentError, "full"
+      end
       @items.push(item)
     end
 
