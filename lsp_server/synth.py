@@ -101,8 +101,13 @@ def _self_check(trace: Trace) -> None:
 
 def sample_files() -> list[Path]:
     """The sample Python files shipped in the package (for the demo and tests)."""
+    return [p for p in language_samples() if p.suffix == ".py"]
+
+
+def language_samples() -> list[Path]:
+    """Every sample file shipped in the package: Python and one or more per other language."""
     folder = resources.files("lsp_server") / "samples"
-    return sorted(Path(str(p)) for p in folder.iterdir() if p.name.endswith(".py"))
+    return sorted(Path(str(p)) for p in folder.iterdir() if p.is_file())
 
 
 def run(args: argparse.Namespace) -> int:
