@@ -28,7 +28,8 @@ JAVASCRIPT = LanguageSpec(
     scope_types=JS_SCOPES,
     named_scope_types=JS_NAMED_SCOPES,
     indent="  ",
-    aliases=("javascriptreact", "js", "jsx"),
+    vscode_ids=("javascriptreact",),
+    aliases=("js", "jsx"),
     filetypes=("javascript", "javascriptreact"),
     extensions=("js", "jsx", "mjs", "cjs"),
 )

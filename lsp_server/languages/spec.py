@@ -22,8 +22,9 @@ loader once). The facts it holds:
 * **Indentation**: ``indent_after`` (line endings after which the next line
   is indented one step), ``indent`` (the step when the document does not
   show one; see ``lsp_server.languages.indentation``).
-* **Names**: the canonical LSP ``languageId`` (``name``), other ids
-  (``aliases``), Neovim ``filetypes``, file ``extensions`` and the
+* **Names**: the canonical LSP ``languageId`` (``name``, VS Code's), VS
+  Code's other ids (``vscode_ids``), other ids (``aliases``), Neovim
+  ``filetypes``, file ``extensions`` and the
   ``line_comment`` token.
 """
 
@@ -82,6 +83,8 @@ class LanguageSpec:
     #: scopes end where indentation drops (Python), not at a closing token
     indent_scoped: bool = False
     aliases: tuple[str, ...] = ()
+    #: VS Code languageIds besides ``name`` (``javascriptreact``)
+    vscode_ids: tuple[str, ...] = ()
     #: Neovim filetypes (also accepted as languageIds: Neovim sends the filetype)
     filetypes: tuple[str, ...] = ()
     extensions: tuple[str, ...] = ()
@@ -95,7 +98,8 @@ class LanguageSpec:
     @property
     def language_ids(self) -> tuple[str, ...]:
         """Every LSP languageId this spec answers to (name, aliases, filetypes)."""
-        return tuple(dict.fromkeys((self.name, *self.aliases, *self.filetypes)))
+        ids = (self.name, *self.vscode_ids, *self.aliases, *self.filetypes)
+        return tuple(dict.fromkeys(ids))
 
     @cached_property
     def language(self) -> Language:

@@ -290,3 +290,18 @@ def test_an_unfinished_definition_still_gets_a_sane_context(sample: Sample) -> N
     _, anchor = keys_for(ctx)
     sample.edit(row, utf16_len(line[:cut]), line[cut : cut + 2])
     assert keys_for(sample.context(row))[1] == anchor
+
+
+def test_the_editors_language_lists_are_generated_from_the_registry() -> None:
+    import importlib.util
+
+    script = Path(__file__).parents[2] / "editors" / "vscode" / "scripts" / "editor_languages.py"
+    loader = importlib.util.spec_from_file_location("editor_languages", script)
+    assert loader is not None and loader.loader is not None
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    assert module.main(["--check"]) == 0
+    ids = module.vscode_ids()
+    assert {"typescriptreact", "javascriptreact", "cpp", "csharp", "shellscript"} <= set(ids)
+    assert {spec.name for spec in SPECS} <= set(ids)
+    assert {"go", "cs", "sh", "typescriptreact"} <= set(module.neovim_filetypes())
