@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from lsp_server.client import ServerProcess
+from lsp_server.replay import replay_trace
+from lsp_server.synth import synthesize
 from lsp_server.upstream_process import ReferenceProcess
 from tests.support.greet import requests_seen
 
@@ -91,3 +93,23 @@ async def test_stats_tell_which_languages_are_parsed_and_which_are_text_only(
         assert languages["go"] == {"documents": 1, "requests": 0, "parsed": 1, "text": 0}
         assert languages["typescript"] == {"documents": 1, "requests": 1, "parsed": 1, "text": 0}
         assert languages["markdown"] == {"documents": 1, "requests": 1, "parsed": 0, "text": 1}
+
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "languages"
+
+
+@pytest.mark.parametrize("name", ["scheduler.ts", "cache.go"])
+async def test_a_replayed_session_is_served_mostly_from_cache_and_as_useful_as_no_cache(
+    name: str,
+) -> None:
+    path = DATA / name
+    head = "\n".join(path.read_text(encoding="utf-8").split("\n")[:40]) + "\n"
+    trace = synthesize({f"file:///work/project/{name}": head}, seed=7)
+    runs = {}
+    for policy in ("hybrid", "none"):
+        result = await replay_trace(trace, settings={"cache": {"policy": policy, "l2": "none"}})
+        runs[policy] = result.summary()
+    hybrid, none = runs["hybrid"], runs["none"]
+    # upstream calls of every kind (asked for and speculative) against requests
+    assert hybrid["upstreamRequests"] <= 0.15 * hybrid["requests"], hybrid
+    assert hybrid["useful"] >= none["useful"], (hybrid["useful"], none["useful"])
