@@ -305,3 +305,36 @@ def test_the_editors_language_lists_are_generated_from_the_registry() -> None:
     assert {"typescriptreact", "javascriptreact", "cpp", "csharp", "shellscript"} <= set(ids)
     assert {spec.name for spec in SPECS} <= set(ids)
     assert {"go", "cs", "sh", "typescriptreact"} <= set(module.neovim_filetypes())
+
+
+def test_no_grammar_is_imported_until_a_document_of_its_language_opens() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; import lsp_server.server; from lsp_server.document_store import "
+        "DocumentStore; s = DocumentStore(); s.open('file:///a.go', 'go', 1, 'package a'); "
+        "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith('tree_sitter_')}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    assert out.strip() == "['tree_sitter_go']"
+
+
+def test_a_missing_grammar_names_the_extra_and_the_file_is_served_as_text() -> None:
+    from lsp_server.languages.spec import GrammarMissingError
+
+    spec = LanguageSpec(
+        name="klingon",
+        grammar_module="tree_sitter_klingon_not_installed",
+        scope_types=frozenset({"program"}),
+        extra="languages",
+        extensions=("tlh",),
+    )
+    with pytest.raises(GrammarMissingError, match=r"scopecache\[languages\]"):
+        spec.new_parser()
+    doc = Document("file:///x.tlh", "klingon", 1, "qapla'\n", spec=spec)
+    assert doc.tree is None and doc.parse_skipped == "grammar not installed"
+    ctx = syntax_context(doc, Position(line=0, character=3))
+    assert not ctx.parsed and ctx.language == "klingon"
