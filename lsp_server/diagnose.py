@@ -48,7 +48,9 @@ from lsp_server.diagnose_service import (
     ServiceProbe,
     diagnose_service,
     probe_client,
+    prompt_cut_measurement,
     protocol_row,
+    service_measurements,
 )
 from lsp_server.serve import configure_logging, load_settings
 from lsp_server.settings import Settings
@@ -56,6 +58,7 @@ from transport import errors
 from transport.auth import auth_for
 from transport.factory import build_backend
 from transport.network import PinnedResolverBackend
+from transport.service_detect import detect_service
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +108,11 @@ async def diagnose(
         return report
     client = probe_client(options, PinnedResolverBackend(PinnedAddresses([network.address])))
     try:
-        probe = ServiceProbe(options, client, headers, clock=clock)
+        profile = None
+        if options.provider in ("auto", "llamacpp"):
+            profile = await detect_service(client, options, headers)
+            report.add("service", *service_measurements(options, profile))
+        probe = ServiceProbe(options, client, headers, clock=clock, profile=profile)
         url, _ = probe.completion_body(sample, stream=False)
         try:
             tokens = await probe.prompt_tokens(sample)
@@ -123,6 +130,8 @@ async def diagnose(
             return report
         report.add("network", protocol_row(client, options))
         report.add("encoding", *encoding_measurements(options, sample, tokens))
+        if tokens is not None:
+            report.add("service", prompt_cut_measurement(probe, sample, tokens))
         report.add("service", info("completion endpoint", "answers", hint=f"POST {url}"))
         service_ttft: float | None = None
         try:

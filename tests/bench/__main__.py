@@ -14,7 +14,9 @@ import sys
 import time
 from typing import Any
 
-SUITES = ("keystroke", "cache", "server", "transport", "http1", "l2", "replay")
+SUITES = (
+    "keystroke", "languages", "cache", "server", "transport", "http1", "l2", "replay", "llamacpp",
+)
 
 
 def _fmt(value: Any) -> str:

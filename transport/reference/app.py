@@ -55,12 +55,15 @@ class ReferenceApp:
         registry: ConnectionRegistry | None = None,
         close_after_stream: bool = False,
         keep_alive_header: float | None = None,
+        identify_as: str = "openai",
     ) -> None:
         self.engine = engine
         #: close the TCP connection after every streamed response (llama-server does)
         self.close_after_stream = close_after_stream
         #: announce ``Keep-Alive: timeout=N`` on HTTP/1.1 responses
         self.keep_alive_header = keep_alive_header
+        #: which server's identification answers to give (``--identify-as``)
+        self.identify_as = identify_as
         self.latency = latency or Latency()
         self.authority = authority or TokenAuthority()
         self.stats = stats or ServiceStats()
@@ -95,6 +98,14 @@ class ReferenceApp:
             return
         if method == "GET" and path == "/health":
             await asgi.send_json(send, 200, {"status": "ok"})
+        elif method == "GET" and path == "/props" and self.identify_as == "llamacpp":
+            props = {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1,
+                     "model_alias": MODEL}
+            await asgi.send_json(send, 200, props)
+        elif method == "GET" and path == "/api/version" and self.identify_as == "ollama":
+            await asgi.send_json(send, 200, {"version": "0.0.0-reference"})
+        elif method == "GET" and path == "/api/tags" and self.identify_as == "ollama":
+            await asgi.send_json(send, 200, {"models": [{"name": MODEL, "model": MODEL}]})
         elif method == "GET" and path in ("/v1/models", "/models"):
             model = {"id": MODEL, "object": "model", "owned_by": "scopecache"}
             await asgi.send_json(send, 200, {"object": "list", "data": [model]})

@@ -87,6 +87,7 @@ async def serve(args: argparse.Namespace) -> int:
         authority=TokenAuthority(static_key),
         close_after_stream=args.close_after_stream,
         keep_alive_header=args.keep_alive_timeout,
+        identify_as=args.identify_as,
     )
     context = None
     if args.tls_self_signed:

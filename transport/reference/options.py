@@ -40,3 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="close idle connections after SECONDS and announce it in a Keep-Alive header "
         "on HTTP/1.1 (default: 300, no header)",
     )
+    p.add_argument(
+        "--identify-as", choices=("openai", "llamacpp", "ollama"), default="openai",
+        help="answer identification like that server: llamacpp adds GET /props, "
+        "ollama adds GET /api/version and /api/tags",
+    )
