@@ -32,7 +32,7 @@ import httpcore
 import httpx
 
 from transport import errors
-from transport.http1_pool import Http1Pool
+from transport.http1_pool import DEFAULT_SPARES, Http1Pool
 from transport.network import PinnedConnection, PinnedResolverBackend
 from transport.tasks import stop_tasks
 
@@ -153,6 +153,7 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         keepalive_expiry: float | None = 120.0,
         origin: httpcore.Origin | None = None,
         connect_timeout: float | None = 3.0,
+        spares: int = DEFAULT_SPARES,
     ) -> None:
         self.backend = backend
         #: HTTP/2 streams reset by us because the caller stopped reading
@@ -162,6 +163,7 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         self._pool: httpcore.AsyncConnectionPool | Http1Pool
         self._origin = origin
         self._http1_settings = (ssl_context, max_connections, keepalive_expiry, connect_timeout)
+        self._spares = spares
         #: over TLS with both offered: switch to the HTTP/1.1 pool once ALPN picks it
         self._may_learn_http1 = origin is not None and http1 and http2
         #: pools replaced by the HTTP/1.1 one, closed with the transport
@@ -190,6 +192,7 @@ class PinnedTransport(httpx.AsyncBaseTransport):
             max_connections=max_connections,
             keepalive_expiry=keepalive_expiry,
             connect_timeout=connect_timeout,
+            spares=self._spares,
         )
 
     def _count_reset(self) -> None:
