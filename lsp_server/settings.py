@@ -22,6 +22,7 @@ Provider = Literal["openai", "llamacpp", "ollama"]
 L2Kind = Literal["none", "sqlite", "redis"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
+MidLine = Literal["closers", "always", "never"]
 
 DEFAULT_EXCLUDE = (
     ".env",
@@ -135,6 +136,10 @@ class CompletionSettings:
     scope_chars: int = 2000
     #: ask for several lines after a block opener
     multiline: bool = True
+    #: suggestions with text after the cursor: ``"closers"`` only when that text is
+    #: closing brackets, quotes or whitespace (or the suggestion ends with it),
+    #: ``"always"``, or ``"never"``
+    mid_line: MidLine = "closers"
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""
