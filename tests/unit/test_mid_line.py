@@ -22,7 +22,9 @@ from transport.backend import StaticBackend
 URI = "file:///p/app.py"
 
 
-def pipeline(answer: str, mid_line: MidLine = "closers") -> tuple[CompletionPipeline, StaticBackend]:
+def pipeline(
+    answer: str, mid_line: MidLine = "closers"
+) -> tuple[CompletionPipeline, StaticBackend]:
     backend = StaticBackend(answer)
     pipe = CompletionPipeline(
         store=CompletionStore(make_policy("hybrid", 64)),
@@ -52,7 +54,9 @@ async def test_text_after_the_cursor_that_is_not_a_closer_hides_the_suggestion()
     assert pipe.stats.snapshot()["midLineSuppressed"] == 1
 
 
-@pytest.mark.parametrize("line", ["print(|)", 'name = "|"', "items = [|]", "call(f(|));", "x = {|}  "])
+@pytest.mark.parametrize(
+    "line", ["print(|)", 'name = "|"', "items = [|]", "call(f(|));", "x = {|}  "]
+)
 async def test_closing_brackets_and_quotes_after_the_cursor_still_get_a_suggestion(
     line: str,
 ) -> None:
