@@ -246,7 +246,9 @@ class ScopecacheServer(LanguageServer):
 
     def _sync_metrics_endpoint(self, settings: Settings) -> None:
         signature = (settings.metrics_host, settings.metrics_port)
-        if self._changed("metrics", signature):
+        # The same settings again after a failure (port in use): the port may be free now.
+        failed = "metrics" in self.notifier.active() and self.metrics_endpoint is None
+        if self._changed("metrics", signature) or failed:
             self.spawn(self._serve_metrics(*signature))
 
     async def _serve_metrics(self, host: str, port: int) -> None:

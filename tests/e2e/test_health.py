@@ -187,3 +187,27 @@ async def test_a_ca_file_that_appears_later_is_picked_up_by_a_later_request(
     messages = [m.message for m in server.messages]
     assert any("cannot use endpoint" in m for m in messages), messages
     assert any("endpoint settings work now" in m for m in messages), messages
+
+
+async def test_a_metrics_port_in_use_is_retried_when_the_same_settings_are_sent_again(
+    service: ReferenceService, started: list[ServerProcess]
+) -> None:
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    options = settings(service.url, service.ca_file, metricsPort=port)
+    server = await start(started, options)
+
+    async def refused() -> bool:
+        return "metrics" in (await server.stats())["problems"]
+
+    await until("the port-in-use problem", refused)
+    holder.close()
+    server.configure(options)  # the very same settings
+
+    async def serving() -> str | None:
+        url: str | None = (await server.stats()).get("metricsUrl")
+        return url
+
+    assert str(port) in await until("the metrics endpoint", serving)
