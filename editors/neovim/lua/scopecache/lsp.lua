@@ -108,10 +108,11 @@ end
 function M.stop(done, timeout_ms)
   local clients = M.clients()
   if has_011 then
-    vim.lsp.enable(M.name, false) -- also stops them
-  end
-  for _, client in ipairs(clients) do
-    stop_client(client, false)
+    vim.lsp.enable(M.name, false) -- this stops them too
+  else
+    for _, client in ipairs(clients) do
+      stop_client(client, false)
+    end
   end
   local deadline = vim.loop.now() + (timeout_ms or 5000)
   local timer = vim.loop.new_timer()
