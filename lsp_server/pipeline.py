@@ -131,6 +131,7 @@ class CompletionPipeline:
         """Answer one request; None means "no suggestion"."""
         started = self.clock()
         self.stats.requests += 1
+        self.stats.requests_by_language[ctx.language] += 1
         errors_before = self.stats.upstream_errors
         mid_line = self.completion.mid_line
         if not position_allowed(mid_line, ctx.line_suffix):
