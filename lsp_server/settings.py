@@ -135,6 +135,8 @@ class CompletionSettings:
     scope_chars: int = 2000
     #: ask for several lines after a block opener
     multiline: bool = True
+    #: also offer list completion to clients that show ghost text (read at initialize)
+    list_alongside_inline: bool = False
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""
