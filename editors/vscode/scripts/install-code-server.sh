@@ -7,6 +7,9 @@
 #
 #   TOOLS=${SCOPECACHE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/scopecache/tools}
 #   editors/vscode/scripts/install-code-server.sh [--print-bin]
+#
+# Needs npm (any version) and, to build native modules, a C++ compiler,
+# make, python3, libkrb5-dev and libsecret-1-dev.
 set -euo pipefail
 
 NODE_VERSION=${SCOPECACHE_NODE24_VERSION:-24.22.3}
@@ -21,6 +24,10 @@ if [ "${1:-}" = "--print-bin" ]; then
 fi
 
 mkdir -p "$TOOLS"
+# One install at a time: CI starts one in the background early and `make
+# test` runs this again later; the second waits for the first and reuses it.
+exec 9>"$TOOLS/.code-server.lock"
+flock 9
 # A half-finished install (interrupted, failed build) must not count as
 # present: each directory is only renamed into place once complete.
 if [ ! -x "$NODE_DIR/bin/node" ]; then
