@@ -294,6 +294,8 @@ def code_server_for(
     for vscode, bench in started:
         try:
             bench.screenshot("end")
+            log = vscode.output_channel_log()
+            (ARTIFACTS / f"vscode-{bench.name}-output.log").write_text(log)
             bench.quit()
         finally:
             vscode.stop()
@@ -319,10 +321,17 @@ def test_ghost_text_appears_tab_accepts_it_and_the_status_item_shows_the_hit_sha
 
     bench = code_server_for(user_settings(service))
     bench.open_file("headers.py")
-    # opening a Python file starts the server: the status item leaves "not running"
-    wait_until(lambda: bench.vscode.language_servers(), "a scopecache serve process")
-    wait_until(lambda: "zap" in bench.status(), "the status item to show live numbers")
-    assert "circle-slash" not in bench.status()
+    # opening a Python file starts the server; meanwhile the status item says
+    # "starting", never "not running"
+    seen: list[str] = []
+
+    def running() -> bool:
+        seen.append(bench.status())
+        return "zap" in seen[-1]
+
+    wait_until(running, "the status item to show live numbers")
+    assert bench.vscode.language_servers()
+    assert not [s for s in seen if "circle-slash" in s], seen
 
     bench.go_to_end()
     bench.type(TYPED)
@@ -449,7 +458,7 @@ def test_a_bad_endpoint_produces_one_clear_message(
     endpoint = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     bench = code_server_for({"scopecache.endpoint": endpoint})
     bench.open_file("headers.py")
-    wait_until(lambda: bench.vscode.language_servers(), "the server to start")
+    wait_until(lambda: "zap" in bench.status(), "the server to run")
     bench.go_to_end()
     bench.type("def parse_header(line):")
     bench.keys(Keys.ENTER)
@@ -461,6 +470,12 @@ def test_a_bad_endpoint_produces_one_clear_message(
     bench.type("    return key")
     bench.save()  # every keystroke has been through the editor by now
     bench.screenshot("bad-endpoint")
+    # the server's warning is in the output channel at its own level, with one timestamp
+    log = bench.vscode.output_channel_log()
+    warning = re.search(r"^\S+ \S+ \[warning\] (lsp_server\.notify: upstream: .*)$", log, re.M)
+    assert warning, log
+    assert not re.match(r"\d{4}-\d\d-\d\d", warning.group(1))
+    assert "[error]" not in log, log
     messages = [t for t in bench.notifications() if "scopecache" in t]
     assert len(messages) == 1, messages
     assert "completion service" in messages[0], messages
