@@ -493,3 +493,42 @@ def test_a_bad_endpoint_produces_one_clear_message(
     assert len(messages) == 1, messages
     assert "completion service" in messages[0], messages
     assert bench.vscode.language_servers(), "the server keeps running"
+
+
+def test_a_fixed_server_command_replaces_the_pending_restart_of_the_broken_one(
+    code_server_for: Callable[[dict[str, Any]], Workbench], service: ReferenceService
+) -> None:
+    # a command that exits at once: the extension retries it with growing delays
+    bench = code_server_for(user_settings(service, **{"scopecache.server.command": ["false"]}))
+    bench.open_file("headers.py")
+    wait_until(
+        lambda: "restarting in 8000 ms" in bench.vscode.output_channel_log(),
+        "five failed starts (0.5 + 1 + 2 + 4 s of backoff)",
+        timeout=60,
+    )
+    assert "sync~spin" in bench.status()  # restarting, not "not running"
+    failures = [t for t in bench.notifications() if "did not start" in t]
+    assert len(failures) == 1 and "scopecache.server.command" in failures[0], failures
+
+    # the fixed command, set while the sixth attempt waits its 8 s
+    command = [str(SCOPECACHE_BIN / "scopecache"), "serve"]
+    settings_dir = bench.vscode.workspace / ".vscode"
+    settings_dir.mkdir()
+    (settings_dir / "settings.json").write_text(json.dumps({"scopecache.server.command": command}))
+    fixed = f"] starting {' '.join(command)} --log-level INFO"
+    wait_until(lambda: fixed in bench.vscode.output_channel_log(), "the fixed command to start")
+    wait_until(lambda: "zap" in bench.status(), "the server to run")
+    bench.go_to_end()
+    bench.type(TYPED)
+    wait_until(lambda: bench.ghost_text() == "der(line):", "ghost text")
+    bench.screenshot("fixed-command")
+
+    log = bench.vscode.output_channel_log()
+    assert "pending restart of the stopped server cancelled" in log, log
+    # five starts of the broken command, one of the fixed one: no stale start after it
+    assert log.count("] starting false --log-level INFO") == 5, log
+    assert log.count(fixed) == 1, log
+    assert log.rindex(fixed) > log.rindex("] starting false")
+    assert "Stopping server failed" not in log, log
+    assert len(bench.vscode.language_servers()) == 1
+    assert len([t for t in bench.notifications() if "did not start" in t]) <= 1

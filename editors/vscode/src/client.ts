@@ -49,6 +49,15 @@ export function configurationReader(): SettingReader {
  * client that never ran is dropped here.
  */
 class ScopeCacheLanguageClient extends LanguageClient {
+  /**
+   * A failed start pops up once per run of failures (ScopeCacheClient does
+   * it); the library would pop one up per attempt, every few seconds.
+   */
+  override error(message: string, data?: unknown, showNotification: boolean | "force" = true): void {
+    const failedStart = message.endsWith("couldn't create connection to server.");
+    super.error(message, data, failedStart ? false : showNotification);
+  }
+
   protected override async shutdown(mode: ShutdownMode, timeout?: number): Promise<void> {
     const wasRunning = this.isRunning();
     try {
@@ -66,7 +75,8 @@ class CrashHandler implements ErrorHandler {
   constructor(private readonly onClosed: () => number | undefined) {}
 
   error(): ErrorHandlerResult {
-    return { action: ErrorAction.Continue };
+    // A write to a server that just died: logged; closed() decides what follows.
+    return { action: ErrorAction.Continue, handled: true };
   }
 
   closed(): CloseHandlerResult {
@@ -85,6 +95,7 @@ export class ScopeCacheClient implements vscode.Disposable {
   private acceptedCommand: vscode.Disposable | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
   private serverState: ServerState = "stopped";
+  private failureShown = false;
   private readonly stateChanged = new vscode.EventEmitter<ServerState>();
   private readonly backoff = new RestartBackoff();
 
@@ -108,6 +119,9 @@ export class ScopeCacheClient implements vscode.Disposable {
   }
 
   private setState(state: ServerState): void {
+    if (state === "running") {
+      this.failureShown = false; // a new run of failures gets its own message
+    }
     if (state !== this.serverState) {
       this.serverState = state;
       this.stateChanged.fire(state);
@@ -139,6 +153,9 @@ export class ScopeCacheClient implements vscode.Disposable {
         },
       },
       initializationOptions: () => buildServerSettings(configurationReader()),
+      // Without this handler the library shows a pop-up per failed start;
+      // start() below tells the user once.
+      initializationFailedHandler: () => false,
       errorHandler: new CrashHandler(() => (client ? this.crashed(client) : undefined)),
       middleware: {
         workspace: {
@@ -168,16 +185,31 @@ export class ScopeCacheClient implements vscode.Disposable {
     this.backoff.started();
     try {
       await created.start();
-    } catch {
+    } catch (error) {
       // The client has logged why. A crash during start-up has scheduled a restart.
-      if (created === this.current && this.restartTimer === undefined) {
-        this.setState("stopped");
+      if (created === this.current) {
+        this.failedStart(options.command, error);
+        if (this.restartTimer === undefined) {
+          this.setState("stopped");
+        }
       }
       return;
     }
     if (created === this.current) {
       this.setState("running");
       this.ensureAcceptedCommand(created);
+    }
+  }
+
+  /** A start that failed (no process, or no initialize): one message per run of failures. */
+  private failedStart(command: string, error: unknown): void {
+    const reason = error instanceof Error ? error.message : String(error);
+    if (!this.failureShown) {
+      this.failureShown = true;
+      void vscode.window.showErrorMessage(
+        `scopecache: the server (${command}) did not start: ${reason}. ` +
+          "Check scopecache.server.command; the scopecache output has its log. It is retried with backoff.",
+      );
     }
   }
 
@@ -203,6 +235,7 @@ export class ScopeCacheClient implements vscode.Disposable {
     if (this.restartTimer !== undefined) {
       clearTimeout(this.restartTimer);
       this.restartTimer = undefined;
+      this.output.info("pending restart of the stopped server cancelled");
     }
   }
 
