@@ -194,32 +194,47 @@ class Workbench:
     def css(self, selector: str) -> list[Any]:
         return list(self.driver.find_elements("css selector", selector))
 
+    def texts(self, selector: str, prop: str = "innerText") -> list[str]:
+        """``prop`` of every element matching ``selector``, read in one step.
+
+        The workbench re-renders all the time: elements found in one call may
+        be gone by the next, so nothing is read element by element.
+        """
+        script = "return Array.from(document.querySelectorAll(arguments[0]), e => e[arguments[1]]);"
+        found = self.driver.execute_script(script, selector, prop)
+        # the editor draws spaces as no-break spaces
+        return [(t or "").replace("\xa0", " ") for t in found]
+
     def quick_input_rows(self) -> str:
         """The rows Quick Open or the command palette lists, as one text."""
-        return "\n".join(r.text for r in self.css(".quick-input-list .monaco-list-row"))
+        return "\n".join(self.texts(".quick-input-list .monaco-list-row"))
 
     def ghost_text(self) -> str:
         """The inline suggestion shown in the editor (its first line)."""
-        parts = self.css(".monaco-editor .view-lines .ghost-text-decoration")
-        # the editor draws spaces as no-break spaces
-        return "".join(p.get_attribute("textContent") or "" for p in parts).replace("\xa0", " ")
+        parts = self.texts(".monaco-editor .view-lines .ghost-text-decoration", "textContent")
+        return "".join(parts)
 
     def ghost_dom(self) -> list[str]:
         """Every ghost-text element's class and text (for failure messages)."""
-        return [f"{e.get_attribute('class')}: {e.get_attribute('textContent')!r}"
-                for e in self.css('.monaco-editor [class*="ghost"]')]
+        selector = '.monaco-editor [class*="ghost"]'
+        return [
+            f"{cls}: {text!r}"
+            for cls, text in zip(
+                self.texts(selector, "className"), self.texts(selector, "textContent"), strict=False
+            )
+        ]
 
     def status(self) -> str:
         """The scopecache status item's label (codicons spelled as their names)."""
-        items = self.driver.find_elements("id", STATUS_ID)
-        return (items[0].get_attribute("aria-label") or "") if items else ""
+        script = "const e = document.getElementById(arguments[0]); return e ? e.ariaLabel : '';"
+        return str(self.driver.execute_script(script, STATUS_ID) or "")
 
     def suggest_widget_visible(self) -> bool:
         return bool(self.css(".editor-widget.suggest-widget.visible"))
 
     def notifications(self) -> list[str]:
         """The texts of the notification toasts on screen."""
-        return [t.text for t in self.css(".notification-toast-container .notification-toast")]
+        return self.texts(".notification-toast-container .notification-toast")
 
     def screenshot(self, moment: str) -> Path:
         ARTIFACTS.mkdir(exist_ok=True)
@@ -398,7 +413,7 @@ def test_the_three_commands_work_and_a_settings_change_reaches_the_server(
     bench.run_command("scopecache: Show Cache Stats")
     wait_until(lambda: "Hit ratio:" in bench.vscode.output_channel_log(), "the stats report")
     wait_until(
-        lambda: "Hit ratio:" in " ".join(e.text for e in bench.css(".part.panel .monaco-editor")),
+        lambda: "Hit ratio:" in " ".join(bench.texts(".part.panel .monaco-editor")),
         "the report in the Output panel",
     )
     bench.screenshot("show-cache-stats")

@@ -208,7 +208,7 @@ export class ScopeCacheClient implements vscode.Disposable {
       this.failureShown = true;
       void vscode.window.showErrorMessage(
         `scopecache: the server (${command}) did not start: ${reason}. ` +
-          "Check scopecache.server.command; the scopecache output has its log. It is retried with backoff.",
+          "Check scopecache.server.command; the scopecache output channel has the details.",
       );
     }
   }
