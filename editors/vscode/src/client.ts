@@ -28,12 +28,12 @@ import {
 } from "vscode-languageclient/node";
 
 import { RestartBackoff } from "./backoff";
+import { LANGUAGES } from "./languages";
 import { ServerLogReader } from "./serverLog";
 import { SECTION, type SettingReader, buildServerSettings, serverOptions } from "./settings";
 import { ACCEPTED_COMMAND, type ServerState } from "./stats";
 
-/** Languages the server handles. */
-export const LANGUAGES: readonly string[] = ["python"];
+export { LANGUAGES };
 
 /** Reads `scopecache.*` from the VS Code configuration. */
 export function configurationReader(): SettingReader {
