@@ -40,7 +40,7 @@ test("extension id is scopecache.scopecache", () => {
 
 test("unset settings are sent as the schema defaults, nested camelCase", () => {
   const sent = buildServerSettings(() => undefined);
-  assert.equal(sent.provider, "openai");
+  assert.equal(sent.provider, "auto");
   assert.equal(sent.endpoint, null);
   assert.equal((sent.cache as Record<string, unknown>).policy, "hybrid");
   assert.equal((sent.transport as Record<string, unknown>).http2, "auto");
