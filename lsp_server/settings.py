@@ -22,6 +22,7 @@ Provider = Literal["auto", "openai", "llamacpp", "ollama"]
 L2Kind = Literal["none", "sqlite", "redis"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
+MidLine = Literal["closers", "always", "never"]
 #: ``transport.http2``: ``"auto"`` negotiates, ``True`` requires h2, ``False`` never offers it
 Http2Mode = Literal["auto"] | bool
 
@@ -146,6 +147,10 @@ class CompletionSettings:
     max_prompt_tokens: int = 2048
     #: Ollama's keep_alive: how long it keeps the model loaded ("" = its default)
     keep_alive: str = "30m"
+    #: suggestions with text after the cursor: ``"closers"`` only when that text is
+    #: closing brackets, quotes or whitespace (or the suggestion ends with it),
+    #: ``"always"``, or ``"never"``
+    mid_line: MidLine = "closers"
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""
