@@ -141,6 +141,8 @@ class CompletionSettings:
     scope_chars: int = 2000
     #: ask for several lines after a block opener
     multiline: bool = True
+    #: also offer list completion to clients that show ghost text (read at initialize)
+    list_alongside_inline: bool = False
     #: prompt token limit where the service does not tell one (llama.cpp's -b)
     max_prompt_tokens: int = 2048
     #: Ollama's keep_alive: how long it keeps the model loaded ("" = its default)
