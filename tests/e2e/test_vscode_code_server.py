@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 
 from tests.support.code_server import CodeServer, code_server_binary, free_port
@@ -73,6 +74,20 @@ def load(path):
 #: what the file holds when the editor opens it
 START = "import json\n\n\n"
 TYPED = "def parse_hea"
+
+#: a second language: Go, parsed by its own grammar (languageId ``go``)
+GO_CORPUS = """\
+package headers
+
+import "strings"
+
+func parseHeader(line string) (string, string) {
+\tkey, value, _ := strings.Cut(line, ":")
+\treturn strings.ToLower(strings.TrimSpace(key)), strings.TrimSpace(value)
+}
+"""
+GO_START = 'package headers\n\nimport "strings"\n\n'
+GO_TYPED = "func parseHea"
 
 T = TypeVar("T")
 
@@ -129,8 +144,9 @@ def vsix() -> Path:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceService]:
-    corpus = tmp_path_factory.mktemp("corpus") / "headers.py"
-    corpus.write_text(CORPUS)
+    corpus = tmp_path_factory.mktemp("corpus")
+    (corpus / "headers.py").write_text(CORPUS)
+    (corpus / "headers.go").write_text(GO_CORPUS)
     with ReferenceService(corpus=[corpus]) as svc:
         yield svc
 
@@ -285,7 +301,11 @@ class Workbench:
 def code_server_for(
     tmp_path: Path, vsix: Path, request: pytest.FixtureRequest
 ) -> Iterator[Callable[[dict[str, Any]], Workbench]]:
-    """Starts a fresh code-server with the given user settings and opens it."""
+    """Starts a fresh code-server with the given user settings and opens it.
+
+    The workspace holds ``headers.py`` (``START``) and ``headers.go``
+    (``GO_START``).
+    """
     started: list[tuple[CodeServer, Workbench]] = []
 
     def start(settings: dict[str, Any]) -> Workbench:
@@ -295,6 +315,7 @@ def code_server_for(
             binary, tmp_path / "vscode", settings=settings, path_prefix=[SCOPECACHE_BIN]
         )
         (vscode.workspace / "headers.py").write_text(START)
+        (vscode.workspace / "headers.go").write_text(GO_START)
         vscode.install_extension(vsix)
         vscode.start()
         try:
@@ -398,6 +419,45 @@ def test_ghost_text_appears_tab_accepts_it_and_the_status_item_shows_the_hit_sha
     log = bench.vscode.output_channel_log()
     assert "Stopping server failed" not in log
     assert not errors(log), log
+
+
+def test_a_go_file_gets_ghost_text_that_tab_accepts_and_the_stats_count_it_as_parsed(
+    code_server_for: Callable[[dict[str, Any]], Workbench], service: ReferenceService
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    metrics_port = free_port()
+    bench = code_server_for(user_settings(service, **{"scopecache.metricsPort": metrics_port}))
+    # a Go file alone starts the server: the document selector covers Go
+    bench.open_file("headers.go")
+    wait_until(lambda: "zap" in bench.status(), "the server to run")
+
+    bench.go_to_end()
+    bench.type(GO_TYPED)
+    expected = service_answer(service, GO_START + GO_TYPED)
+    assert expected == "der(line string) (string, string) {"
+    try:
+        wait_until(lambda: bench.ghost_text() == expected, f"ghost text {expected!r}")
+    except AssertionError:
+        raise AssertionError(bench.ghost_dom()) from None
+    assert not bench.suggest_widget_visible()
+    bench.screenshot("ghost-text")
+
+    bench.keys(Keys.TAB)
+    wait_until(lambda: not bench.ghost_text(), "the ghost text to be accepted")
+    bench.save()
+    assert (bench.vscode.workspace / "headers.go").read_text() == GO_START + GO_TYPED + expected
+
+    # scopecache/stats, as the metrics endpoint serves it: the Go document was
+    # parsed by its grammar, not served text-only
+    with httpx.Client(timeout=5.0) as client:
+        stats = client.get(f"http://127.0.0.1:{metrics_port}/stats.json").json()
+    go = stats["languages"]["go"]
+    assert go["documents"] == 1 and go["parsed"] == 1 and go["text"] == 0, stats["languages"]
+    assert go["requests"] >= 1, stats["languages"]
+    assert "python" not in stats["languages"], stats["languages"]
+    assert starts(bench) == 1
+    assert not errors(bench.vscode.output_channel_log())
 
 
 def test_the_three_commands_work_and_a_settings_change_reaches_the_server(
