@@ -22,6 +22,7 @@ Provider = Literal["openai", "llamacpp", "ollama"]
 L2Kind = Literal["none", "sqlite", "redis"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
+PromptWindowKind = Literal["anchored", "sliding", "lines", "tokens"]
 
 DEFAULT_EXCLUDE = (
     ".env",
@@ -133,6 +134,10 @@ class CompletionSettings:
     suffix_lines: int = 30
     #: scope-local text fingerprinted into the cache key
     scope_chars: int = 2000
+    #: how the prompt's prefix window is cut: "anchored" keeps its start put
+    #: so the server's KV cache is reused; "sliding", "lines" and "tokens"
+    #: are other clients' designs, kept for the benchmark
+    prompt_window: PromptWindowKind = "anchored"
     #: ask for several lines after a block opener
     multiline: bool = True
 

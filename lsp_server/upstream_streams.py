@@ -61,8 +61,8 @@ class UpstreamStreams:
         assert backend is not None
         speculative = predicted is not None
         request = CompletionRequest(
-            prefix=ctx.prefix,
-            suffix=ctx.suffix,
+            prefix=ctx.prompt_prefix,
+            suffix=ctx.prompt_suffix,
             language=ctx.language,
             max_tokens=self.completion.max_tokens,
             temperature=self.completion.temperature,
