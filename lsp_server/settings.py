@@ -150,6 +150,20 @@ class CompletionSettings:
 
 
 @dataclass(kw_only=True)
+class ContextSettings:
+    """Cross-file context: other open documents' text sent ahead of the prompt."""
+
+    #: send chunks of other open documents and the definitions the file imports
+    cross_file: bool = True
+    #: most characters of other files' text per request
+    max_chars: int = 3000
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first bad value."""
+        _check(self.max_chars >= 0, "maxChars must be >= 0")
+
+
+@dataclass(kw_only=True)
 class ThrottleSettings:
     """When a miss may go upstream; hits are never throttled."""
 
@@ -208,6 +222,7 @@ class Settings:
     cache: CacheSettings = field(default_factory=CacheSettings)
     transport: TransportSettings = field(default_factory=TransportSettings)
     completion: CompletionSettings = field(default_factory=CompletionSettings)
+    context: ContextSettings = field(default_factory=ContextSettings)
     throttle: ThrottleSettings = field(default_factory=ThrottleSettings)
     speculative: SpeculativeSettings = field(default_factory=SpeculativeSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)

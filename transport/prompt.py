@@ -9,11 +9,32 @@ other side.
 ``render_fim`` writes prefix and suffix into the explicit FIM tokens of
 StarCoder, Qwen2.5-Coder, DeepSeek-Coder or CodeLlama models, for
 OpenAI-compatible servers that take a plain prompt (no ``suffix`` field).
+
+Cross-file context (``ContextChunk``) goes ahead of everything else, in the
+order given, so that it stays in a server's KV cache while the local window
+changes: as the repository-level tokens of the StarCoder2 and Qwen2.5-Coder
+templates (``<repo_name>``/``<file_sep>``, ``<|repo_name|>``/``<|file_sep|>``),
+else as a leading comment block (``comment_block``). llama.cpp's ``/infill``
+takes the chunks as ``input_extra`` instead.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from transport.backend import ContextChunk
+
+#: the project name the repository-level templates get when none is known
+DEFAULT_REPO_NAME = "project"
+
+# Line comments of the languages whose comment is not "//".
+_LINE_COMMENTS = {
+    "python": "#", "ruby": "#", "bash": "#", "shell": "#", "shellscript": "#",
+    "perl": "#", "r": "#", "toml": "#", "yaml": "#", "elixir": "#", "julia": "#",
+    "lua": "--", "sql": "--", "haskell": "--", "elm": "--", "ada": "--",
+    "lisp": ";", "clojure": ";", "scheme": ";", "erlang": "%", "latex": "%",
+}
 
 
 @dataclass(frozen=True)
@@ -24,21 +45,56 @@ class FimTemplate:
     hole: str
     end: str
     stop: tuple[str, ...]
+    #: repository-level tokens (before the project's name, before each file's path)
+    repo: str = ""
+    file_sep: str = ""
+    #: a newline after the project's name (Qwen2.5-Coder), none (StarCoder2)
+    repo_newline: bool = False
 
     def render(self, prefix: str, suffix: str) -> str:
         """The prompt asking for the text between ``prefix`` and ``suffix``."""
         return f"{self.begin}{prefix}{self.hole}{suffix}{self.end}"
 
+    def render_repo(
+        self,
+        prefix: str,
+        suffix: str,
+        extra: Sequence[ContextChunk],
+        *,
+        filename: str,
+        repo_name: str,
+        language: str = "",
+    ) -> str:
+        """The prompt with other files' chunks ahead of it, in the given order."""
+        if not extra:
+            return self.render(prefix, suffix)
+        if not self.repo:
+            return self.render(comment_block(extra, language) + prefix, suffix)
+        head = [self.repo, repo_name or DEFAULT_REPO_NAME, "\n" if self.repo_newline else ""]
+        for chunk in extra:
+            text = chunk.text if chunk.text.endswith("\n") else chunk.text + "\n"
+            head += [self.file_sep, chunk.filename, "\n", text]
+        head += [self.file_sep, filename or "current", "\n"]
+        return "".join(head) + self.render(prefix, suffix)
+
 
 FIM_TEMPLATES: dict[str, FimTemplate] = {
     "starcoder": FimTemplate(
-        "<fim_prefix>", "<fim_suffix>", "<fim_middle>", ("<|endoftext|>", "<file_sep>")
+        "<fim_prefix>",
+        "<fim_suffix>",
+        "<fim_middle>",
+        ("<|endoftext|>", "<file_sep>"),
+        repo="<repo_name>",
+        file_sep="<file_sep>",
     ),
     "qwen": FimTemplate(
         "<|fim_prefix|>",
         "<|fim_suffix|>",
         "<|fim_middle|>",
         ("<|endoftext|>", "<|fim_pad|>", "<|file_sep|>"),
+        repo="<|repo_name|>",
+        file_sep="<|file_sep|>",
+        repo_newline=True,
     ),
     "deepseek": FimTemplate(
         "<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>", ("<｜end▁of▁sentence｜>",)
@@ -47,9 +103,30 @@ FIM_TEMPLATES: dict[str, FimTemplate] = {
 }
 
 
-def render_fim(template: str, prefix: str, suffix: str) -> str:
+def render_fim(
+    template: str,
+    prefix: str,
+    suffix: str,
+    extra: Sequence[ContextChunk] = (),
+    *,
+    filename: str = "",
+    repo_name: str = "",
+    language: str = "",
+) -> str:
     """Render with the named template (``starcoder``, ``qwen``, ``deepseek``, ``codellama``)."""
-    return FIM_TEMPLATES[template].render(prefix, suffix)
+    return FIM_TEMPLATES[template].render_repo(
+        prefix, suffix, extra, filename=filename, repo_name=repo_name, language=language
+    )
+
+
+def comment_block(extra: Sequence[ContextChunk], language: str) -> str:
+    """Other files' chunks as line comments, for prompts without file tokens."""
+    mark = _LINE_COMMENTS.get(language.lower(), "//")
+    lines: list[str] = []
+    for chunk in extra:
+        lines.append(f"{mark} {chunk.filename}")
+        lines += [f"{mark} {line}".rstrip() for line in chunk.text.splitlines()]
+    return "".join(f"{line}\n" for line in lines)
 
 
 def _cut_prefix(prefix: str, budget: int) -> str:

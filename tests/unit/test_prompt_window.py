@@ -101,7 +101,7 @@ def test_anchored_prefix_only_grows_at_its_end_between_block_steps(store: Docume
             run = 1
     runs.append(run)
     # a step frees a block of lines at the window's start (about 600 characters
-    # here); the first and last runs are cut by the session's start and end and last runs are cut by the session's start and end
+    # here); the first and last runs are cut by the session's start and end
     assert len(runs) >= 3
     assert min(runs[1:-1]) > 400
 
