@@ -23,6 +23,8 @@ L2Kind = Literal["none", "sqlite", "redis"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
 PromptWindowKind = Literal["anchored", "sliding", "lines", "tokens"]
+#: ``transport.http2``: ``"auto"`` negotiates, ``True`` requires h2, ``False`` never offers it
+Http2Mode = Literal["auto"] | bool
 
 DEFAULT_EXCLUDE = (
     ".env",
@@ -90,7 +92,10 @@ class TransportSettings:
     nameservers: list[str] = field(default_factory=list)
     #: extra CA bundle (PEM) to trust
     ca_file: str | None = None
-    http2: bool = True
+    #: "auto": over TLS offer h2 and http/1.1 (ALPN) and speak what the server
+    #: picks, on http:// speak HTTP/1.1; true: require HTTP/2 (h2c prior
+    #: knowledge on http://); false: HTTP/1.1 only
+    http2: Http2Mode = "auto"
     #: turning verification off needs this explicit setting and logs a warning
     verify_tls: bool = True
     max_connections: int = 12
