@@ -7,9 +7,10 @@ every few dozen keystrokes, and every move makes the server evaluate the
 whole prompt again. The ``anchored`` window instead starts at a line that
 stays put while the user types:
 
-* the start is the first line of a block of ``BLOCK_LINES`` lines (line
-  numbers that are multiples of the block size) from which the text up to the
-  cursor fits the budget (``prefixChars`` characters, ``prefixLines`` lines);
+* the start is the first line of a block of lines (line numbers that are
+  multiples of the block size: a power of two, at most ``BLOCK_LINES`` and a
+  quarter of the lines the budget holds) from which the text up to the cursor
+  fits the budget (``prefixChars`` characters, ``prefixLines`` lines);
 * the start is remembered per document and kept while the text from it still
   fits and it is at most one block later than the ideal start (hysteresis:
   deleting a character after a jump does not jump back), so the window grows
@@ -59,9 +60,15 @@ TOKENS_SUFFIX_SHARE = 0.2
 _TOKEN = re.compile(r"\w+|[^\w\s]|\s+")
 
 
-def block_size(prefix_lines: int) -> int:
-    """The anchored window's step for a window of at most ``prefix_lines`` lines."""
-    return max(1, min(BLOCK_LINES, prefix_lines // 4))
+def block_size(prefix_lines: int, fitting_lines: int) -> int:
+    """The anchored window's step: at most a quarter of the lines the budget holds.
+
+    A power of two, so that the starts of a smaller step include those of a
+    larger one and a budget holding a few lines more or less rarely moves the
+    start; never more than ``BLOCK_LINES``.
+    """
+    quarter = max(1, min(BLOCK_LINES, prefix_lines // 4, fitting_lines // 4))
+    return 1 << (quarter.bit_length() - 1)
 
 
 def _snap_up(line: int, block: int) -> int:
@@ -85,7 +92,7 @@ def anchored_start(
     earliest = max(earliest, line - prefix_lines)
     if earliest > line:
         return None
-    block = block_size(prefix_lines)
+    block = block_size(prefix_lines, line - earliest)
     ideal = _snap_up(earliest, block)
     if ideal > line:
         # Very long lines: the budget holds less than a block.
