@@ -23,6 +23,7 @@ L2Kind = Literal["none", "sqlite", "redis"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
 PromptWindowKind = Literal["anchored", "sliding", "lines", "tokens"]
+FimOrder = Literal["psm", "spm"]
 #: ``transport.http2``: ``"auto"`` negotiates, ``True`` requires h2, ``False`` never offers it
 Http2Mode = Literal["auto"] | bool
 
@@ -131,6 +132,9 @@ class CompletionSettings:
     stop: list[str] = field(default_factory=list)
     #: explicit fill-in-the-middle template for OpenAI-compatible servers
     fim_template: FimTemplate = ""
+    #: "spm" puts the suffix first where the template supports it (StarCoder,
+    #: CodeLlama), so a server's KV cache reuses more of the prompt
+    fim_order: FimOrder = "psm"
     #: prompt prefix window (characters / lines before the cursor)
     prefix_chars: int = 4000
     prefix_lines: int = 120

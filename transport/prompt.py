@@ -8,7 +8,10 @@ other side.
 
 ``render_fim`` writes prefix and suffix into the explicit FIM tokens of
 StarCoder, Qwen2.5-Coder, DeepSeek-Coder or CodeLlama models, for
-OpenAI-compatible servers that take a plain prompt (no ``suffix`` field).
+OpenAI-compatible servers that take a plain prompt (no ``suffix`` field). The
+StarCoder and CodeLlama families were also trained suffix-first (SPM), which
+``completion.fimOrder = "spm"`` selects: the suffix changes least while the
+user types, so a server's KV cache then reuses all of the prompt but its end.
 
 Cross-file context (``ContextChunk``) goes ahead of everything else, in the
 order given, so that it stays in a server's KV cache while the local window
@@ -50,9 +53,19 @@ class FimTemplate:
     file_sep: str = ""
     #: a newline after the project's name (Qwen2.5-Coder), none (StarCoder2)
     repo_newline: bool = False
+    #: the suffix-first (SPM) layout the family was trained with, as the text
+    #: before the suffix and the text between suffix and prefix (None: PSM only)
+    spm: tuple[str, str] | None = None
 
-    def render(self, prefix: str, suffix: str) -> str:
-        """The prompt asking for the text between ``prefix`` and ``suffix``."""
+    def render(self, prefix: str, suffix: str, *, suffix_first: bool = False) -> str:
+        """The prompt asking for the text between ``prefix`` and ``suffix``.
+
+        ``suffix_first`` (SPM) puts the suffix ahead of the prefix, where the
+        family supports it: the suffix does not change while the user types
+        at the end of a line, so the whole prompt then only grows at its end.
+        """
+        if suffix_first and self.spm is not None:
+            return f"{self.spm[0]}{suffix}{self.spm[1]}{prefix}"
         return f"{self.begin}{prefix}{self.hole}{suffix}{self.end}"
 
     def render_repo(
@@ -64,18 +77,24 @@ class FimTemplate:
         filename: str,
         repo_name: str,
         language: str = "",
+        suffix_first: bool = False,
     ) -> str:
         """The prompt with other files' chunks ahead of it, in the given order."""
         if not extra:
-            return self.render(prefix, suffix)
+            return self.render(prefix, suffix, suffix_first=suffix_first)
         if not self.repo:
+            # comments ahead of everything, outside the FIM tokens
+            if suffix_first and self.spm is not None:
+                return comment_block(extra, language) + self.render(
+                    prefix, suffix, suffix_first=True
+                )
             return self.render(comment_block(extra, language) + prefix, suffix)
         head = [self.repo, repo_name or DEFAULT_REPO_NAME, "\n" if self.repo_newline else ""]
         for chunk in extra:
             text = chunk.text if chunk.text.endswith("\n") else chunk.text + "\n"
             head += [self.file_sep, chunk.filename, "\n", text]
         head += [self.file_sep, filename or "current", "\n"]
-        return "".join(head) + self.render(prefix, suffix)
+        return "".join(head) + self.render(prefix, suffix, suffix_first=suffix_first)
 
 
 FIM_TEMPLATES: dict[str, FimTemplate] = {
@@ -86,6 +105,7 @@ FIM_TEMPLATES: dict[str, FimTemplate] = {
         ("<|endoftext|>", "<file_sep>"),
         repo="<repo_name>",
         file_sep="<file_sep>",
+        spm=("<fim_prefix><fim_suffix>", "<fim_middle>"),
     ),
     "qwen": FimTemplate(
         "<|fim_prefix|>",
@@ -99,7 +119,9 @@ FIM_TEMPLATES: dict[str, FimTemplate] = {
     "deepseek": FimTemplate(
         "<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>", ("<｜end▁of▁sentence｜>",)
     ),
-    "codellama": FimTemplate("<PRE> ", " <SUF>", " <MID>", ("<EOT>",)),
+    "codellama": FimTemplate(
+        "<PRE> ", " <SUF>", " <MID>", ("<EOT>",), spm=("<PRE> <SUF>", " <MID> ")
+    ),
 }
 
 
@@ -112,10 +134,17 @@ def render_fim(
     filename: str = "",
     repo_name: str = "",
     language: str = "",
+    suffix_first: bool = False,
 ) -> str:
     """Render with the named template (``starcoder``, ``qwen``, ``deepseek``, ``codellama``)."""
     return FIM_TEMPLATES[template].render_repo(
-        prefix, suffix, extra, filename=filename, repo_name=repo_name, language=language
+        prefix,
+        suffix,
+        extra,
+        filename=filename,
+        repo_name=repo_name,
+        language=language,
+        suffix_first=suffix_first,
     )
 
 

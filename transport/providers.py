@@ -117,6 +117,7 @@ class Provider(ABC):
             filename=request.filename,
             repo_name=request.repo_name,
             language=request.language,
+            suffix_first=self.options.fim_order == "spm",
         )
 
     def stop(self, request: CompletionRequest) -> list[str]:
