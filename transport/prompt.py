@@ -1,8 +1,9 @@
 """The fill-in-the-middle prompt: fitted to a budget, rendered for a model family.
 
 ``fit_prompt`` keeps the text nearest the cursor: the prefix is cut from its
-start, the suffix from its end, at line boundaries where that is possible
-without losing more than a line. The budget is ``prefix_chars +
+start, in steps of an eighth of its budget (so that a prefix growing at its
+end keeps its first line for a while), the suffix from its end, at line
+boundaries where that is possible. The budget is ``prefix_chars +
 suffix_chars``; a side that needs less than its share leaves the rest to the
 other side.
 
@@ -28,6 +29,9 @@ from dataclasses import dataclass
 
 from transport.backend import ContextChunk
 
+#: a prefix longer than its budget loses a whole number of budget/CUT_STEPS
+#: characters from its start
+CUT_STEPS = 8
 #: the project name the repository-level templates get when none is known
 DEFAULT_REPO_NAME = "project"
 
@@ -163,12 +167,19 @@ def _cut_prefix(prefix: str, budget: int) -> str:
         return prefix
     if budget <= 0:
         return ""
-    kept = prefix[len(prefix) - budget :]
-    if prefix[len(prefix) - budget - 1] == "\n":
-        return kept
-    newline = kept.find("\n")
-    # Drop the partial first line, unless that would drop everything.
-    return kept[newline + 1 :] if 0 <= newline < len(kept) - 1 else kept
+    # Drop a whole number of steps from the start, so that while the prefix
+    # grows at its end the cut stays put for a step's worth of typing (a
+    # server's KV cache reuses everything ahead of the cursor), then move on
+    # to the next line start.
+    step = max(1, budget // CUT_STEPS)
+    drop = -(-(len(prefix) - budget) // step) * step
+    if drop < len(prefix) and prefix[drop - 1] == "\n":
+        return prefix[drop:]
+    newline = prefix.find("\n", drop, len(prefix) - 1)
+    if newline < 0:
+        # No line start left: the last characters, rather than nothing.
+        return prefix[len(prefix) - budget :]
+    return prefix[newline + 1 :]
 
 
 def _cut_suffix(suffix: str, budget: int) -> str:

@@ -73,3 +73,12 @@ def test_suffix_first_keeps_other_files_ahead_of_everything() -> None:
     assert prompt == "<repo_name>r<file_sep>lib.py\nX = 1\n<file_sep>m.py\n" + (
         "<fim_prefix><fim_suffix>B<fim_middle>A"
     )
+
+
+def test_a_growing_prefix_keeps_its_cut_for_a_step_of_typing() -> None:
+    base = "".join(f"line {i:03d} of the file\n" for i in range(400))
+    typed = "".join(f"    value_{i} = compute({i})\n" for i in range(40))
+    cuts = [fit_prompt(base + typed[:n], "", 2000, 0)[0] for n in range(len(typed))]
+    moves = sum(not new.startswith(old) for old, new in zip(cuts, cuts[1:], strict=False))
+    assert moves <= len(typed) // (2000 // 8) + 1
+    assert all(len(c) <= 2000 and c.startswith(("line", "    ")) for c in cuts)
