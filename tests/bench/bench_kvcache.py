@@ -130,7 +130,12 @@ def _returns(uri: str, head_lines: list[str], t: float, count: int) -> list[Even
 
 def editing_session(quick: bool) -> Trace:
     """Files larger than the budget, edited at their end and in earlier functions."""
-    head_count, typed_count, returns = (120, 6, 1) if quick else (220, 16, 2)
+    return sized_session(120, 6, 1) if quick else sized_session(220, 16, 2)
+
+
+def sized_session(head_count: int, typed_count: int, returns: int) -> Trace:
+    """Each file opens with ``head_count`` lines, gets ``typed_count`` more typed at
+    its end, then a line added in ``returns`` of its earlier functions."""
     heads: dict[str, list[str]] = {}
     typed: dict[str, str] = {}
     for name in FILES:
