@@ -24,6 +24,7 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check lsp_server cache transport tests examples $(VSCODE)/scripts
 	$(BIN)/python $(VSCODE)/scripts/settings_schema.py --check
+	$(BIN)/python $(VSCODE)/scripts/editor_languages.py --check
 
 typecheck: setup
 	$(BIN)/mypy

@@ -133,6 +133,7 @@ class CompletionPipeline:
         """Answer one request; None means "no suggestion"."""
         started = self.clock()
         self.stats.requests += 1
+        self.stats.requests_by_language[ctx.language] += 1
         errors_before = self.stats.upstream_errors
         try:
             suggestion = await self._lookup(uri, ctx)

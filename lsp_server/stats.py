@@ -35,6 +35,8 @@ class ServerStats:
 
     window: int = DEFAULT_WINDOW
     requests: int = 0
+    #: requests by the document's language (its canonical languageId)
+    requests_by_language: Counter[str] = field(default_factory=Counter)
     served: Counter[str] = field(default_factory=Counter)
     empty: int = 0
     errors: int = 0

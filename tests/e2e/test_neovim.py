@@ -3,8 +3,9 @@
 The Lua specs live in editors/neovim/tests: ``unit_spec.lua`` needs no
 server; ``e2e_spec.lua`` types into a Python buffer against the real language
 server and reference service, waits for the ghost-text extmark, accepts it
-with <Tab>, and proves with the stats that a second identical context is
-served from the cache.
+with <Tab>, proves with the stats that a second identical context is
+served from the cache, and shows ghost text in a Go buffer (attached by the
+default filetypes, parsed by the Go grammar).
 """
 
 from __future__ import annotations
@@ -30,6 +31,15 @@ CORPUS = """import json
 def parse_header(line):
     key, _, value = line.partition(":")
     return key.strip().lower(), value.strip()
+"""
+GO_CORPUS = """package headers
+
+import "strings"
+
+func ParseHeader(line string) (string, string) {
+\tkey, value, _ := strings.Cut(line, ":")
+\treturn strings.TrimSpace(key), strings.TrimSpace(value)
+}
 """
 
 
@@ -78,10 +88,11 @@ def test_neovim_ghost_text_is_accepted_and_a_second_identical_context_hits_the_c
     corpus = tmp_path / "corpus" / "headers.py"
     corpus.parent.mkdir()
     corpus.write_text(CORPUS, encoding="utf-8")
+    (corpus.parent / "headers.go").write_text(GO_CORPUS, encoding="utf-8")
     workdir = tmp_path / "work"
     workdir.mkdir()
     server_log = tmp_path / "server.log"
-    with ReferenceService(tls=True, corpus=[corpus]) as service:
+    with ReferenceService(tls=True, corpus=[corpus.parent]) as service:
         result = _run_spec(
             "e2e_spec.lua",
             tmp_path,
@@ -94,7 +105,7 @@ def test_neovim_ghost_text_is_accepted_and_a_second_identical_context_hits_the_c
         )
     log = server_log.read_text(encoding="utf-8", errors="replace") if server_log.exists() else ""
     assert result.returncode == 0, f"{result.stderr}\n--- server log (tail) ---\n{log[-4000:]}"
-    assert "5 tests, 0 failed" in result.stderr, result.stderr
+    assert "6 tests, 0 failed" in result.stderr, result.stderr
 
 
 #: Debian's packaged Neovim (0.7 on bookworm), below the plugin's minimum

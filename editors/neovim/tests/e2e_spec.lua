@@ -61,8 +61,34 @@ local function ghost_text(buf)
   return mark[4].virt_text[1][1]
 end
 
-local function type_at_end_of_last_line(text)
-  vim.api.nvim_win_set_cursor(0, { #BEFORE, 0 })
+-- And a Go file with this line:
+--     key, value, _ := strings.Cut(line, ":")
+local BEFORE_GO = {
+  "package headers",
+  "",
+  'import "strings"',
+  "",
+  "func ParseHeader(line string) (string, string) {",
+  "\tkey, value, _ := ",
+}
+local TYPED_GO = "strings.C"
+local GHOST_GO = 'ut(line, ":")'
+
+--- Opens a new Go file with BEFORE_GO as its text and waits for the server.
+local function open_go(name)
+  vim.cmd("edit " .. vim.fn.fnameescape(workdir .. "/" .. name))
+  local buf = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, BEFORE_GO)
+  vim.bo[buf].filetype = "go"
+  t.wait_for("the server to attach to the Go buffer", function()
+    local client = lsp.client(buf)
+    return client and client.initialized
+  end, 30000)
+  return buf
+end
+
+local function type_at_end_of_last_line(text, lines)
+  vim.api.nvim_win_set_cursor(0, { lines or #BEFORE, 0 })
   t.feed("A", "nt")
   t.wait_for("insert mode", function()
     return vim.api.nvim_get_mode().mode == "i"
@@ -125,6 +151,17 @@ t.test("the same context in another buffer is served from the cache", function()
   t.eq(before.upstreamRequests, after.upstreamRequests, "upstream requests")
   t.truthy(hits(after) > hits(before), "a cache hit: " .. vim.inspect(after.served))
   t.feed("<Esc>", "nt")
+end)
+
+t.test("ghost text appears in a Go file too, with the default filetypes", function()
+  local buf = open_go("headers.go")
+  type_at_end_of_last_line(TYPED_GO, #BEFORE_GO)
+  t.eq(GHOST_GO, t.wait_for("ghost text in Go", function()
+    return ghost_text(buf)
+  end, 20000), "ghost text in Go")
+  t.feed("<Esc>", "nt")
+  local languages = stats_now().languages
+  t.truthy(languages.go and languages.go.parsed == 1, vim.inspect(languages))
 end)
 
 t.test(":ScopeCacheStats shows the hit in a floating window", function()

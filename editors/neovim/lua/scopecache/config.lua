@@ -8,7 +8,8 @@ M.defaults = {
   cmd = { "scopecache", "serve" },
   -- server settings, camelCase, sent as init_options and workspace settings
   settings = {},
-  filetypes = { "python" },
+  -- every filetype the server has a grammar for (generated from the server's registry)
+  filetypes = require("scopecache.filetypes"),
   root_markers = { "pyproject.toml", "setup.py", ".git" },
   -- accept the whole suggestion; only mapped while a suggestion is visible
   accept_key = "<Tab>",
