@@ -125,4 +125,4 @@ async def diagnose_prompt_cache(probe: ServiceProbe, sample: PromptSample) -> Me
         numbers = [prompt_tokens(await probe.post_json(s)) for s in (first, second)]
     except errors.TransportError as exc:
         return failing(NAME, f"the keystroke pair failed: {exc}")
-    return judge(probe.options.provider, numbers[0], numbers[1])
+    return judge(probe.provider_name, numbers[0], numbers[1])

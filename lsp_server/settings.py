@@ -18,7 +18,7 @@ from typing import Literal
 logger = logging.getLogger(__name__)
 
 Policy = Literal["none", "lru", "lfu", "arc", "lruk", "hybrid"]
-Provider = Literal["openai", "llamacpp", "ollama"]
+Provider = Literal["auto", "openai", "llamacpp", "ollama"]
 L2Kind = Literal["none", "sqlite", "redis"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
@@ -149,10 +149,15 @@ class CompletionSettings:
     prompt_window: PromptWindowKind = "anchored"
     #: ask for several lines after a block opener
     multiline: bool = True
+    #: prompt token limit where the service does not tell one (llama.cpp's -b)
+    max_prompt_tokens: int = 2048
+    #: Ollama's keep_alive: how long it keeps the model loaded ("" = its default)
+    keep_alive: str = "30m"
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""
         _check(self.max_tokens >= 1, "maxTokens must be >= 1")
+        _check(self.max_prompt_tokens >= 16, "maxPromptTokens must be >= 16")
         _check(0.0 <= self.temperature <= 2.0, "temperature must be in [0, 2]")
         for name in ("prefix_chars", "prefix_lines", "suffix_chars", "suffix_lines", "scope_chars"):
             _check(getattr(self, name) >= 1, f"{camel_case(name)} must be >= 1")
@@ -224,7 +229,7 @@ class Settings:
 
     #: base URL of the completion service; none turns completions off
     endpoint: str | None = None
-    provider: Provider = "openai"
+    provider: Provider = "auto"
     model: str = ""
     #: name of the environment variable that holds the API key
     api_key_env: str = "SCOPECACHE_API_KEY"

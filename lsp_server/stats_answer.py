@@ -42,6 +42,16 @@ def stats_answer(ls: ScopecacheServer) -> dict[str, Any]:
         "ttftMsP50": counters.ttft_ms_p50 if counters else 0.0,
         "ttftMsP95": counters.ttft_ms_p95 if counters else 0.0,
     }
+    snapshot["provider"] = (
+        ls.backend.service() if ls.backend is not None else {}
+    ) or {"configured": ls.settings.provider, "detected": None, "path": None}
+    snapshot["tokens"] = {
+        "prompt": counters.prompt_tokens if counters else 0,
+        "evaluated": counters.evaluated_tokens if counters else 0,
+        "cached": counters.cached_tokens if counters else 0,
+        "generated": counters.generated_tokens if counters else 0,
+        "answers": counters.usage_reports if counters else 0,
+    }
     if ls.l2_link.store is not None:
         snapshot["l2"] = ls.l2_link.store.stats()
     snapshot["inflight"] = len(ls.inflight)
