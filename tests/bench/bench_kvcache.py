@@ -64,6 +64,8 @@ MAX_TOKENS = 4
 #: the server's batch: /infill keeps 3/4 of it for the prefix, 1/4 for the
 #: suffix, and what the slot's context leaves beyond the batch for input_extra
 BATCH_TOKENS = 2048
+#: the tiny model's width: narrow, so a full prefill per request stays affordable
+EMBEDDING = 128
 #: one request per this many of the typist's (a miss goes upstream after a
 #: pause, not after every keystroke); keeps a full-window prefill per request
 #: of the other designs affordable on a CPU
@@ -190,7 +192,9 @@ async def _measure(
 ) -> dict[str, float]:
     from tests.support.llamacpp import LlamaCppServer
 
-    server = LlamaCppServer(workdir, batch=BATCH_TOKENS, cache_reuse=cache_reuse)
+    server = LlamaCppServer(
+        workdir, batch=BATCH_TOKENS, embedding=EMBEDDING, cache_reuse=cache_reuse
+    )
     await asyncio.to_thread(server.start)
     try:
         settings = _settings(window, cross_file)
@@ -272,6 +276,11 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                              r["share"], base["share"], "evaluated/sent"))
             rows.append(_row(f"TTFT p50, {label} vs sliding ({flag})",
                              r["ttft"], base["ttft"], "ms"))
+        ours = results[("anchored", cache_reuse, False)]
+        cross = results[("anchored", cache_reuse, True)]
+        rows.append(_row(f"prompt tokens per request, ours with cross-file vs without ({flag})",
+                         cross["sent"] / cross["requests"], ours["sent"] / ours["requests"],
+                         "tokens"))
     return rows
 
 
