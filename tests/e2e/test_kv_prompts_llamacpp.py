@@ -44,7 +44,7 @@ def settings(window: str, *, cross_file: bool = False) -> dict[str, Any]:
 async def tokens(
     server: LlamaCppServer, window: str, *, cross_file: bool = False
 ) -> dict[str, int]:
-    trace = sized_session(100, 3, 1)
+    trace = sized_session(100, 5, 1)
     result = await replay_trace(
         trace, endpoint=server.url, settings=settings(window, cross_file=cross_file)
     )
@@ -56,7 +56,7 @@ async def tokens(
 
 @pytest.fixture
 def llama(tmp_path: Path) -> Any:
-    with LlamaCppServer(tmp_path, batch=BATCH) as server:
+    with LlamaCppServer(tmp_path, batch=BATCH, embedding=128) as server:
         yield server
 
 
@@ -66,7 +66,8 @@ async def test_the_anchored_window_is_mostly_answered_from_the_kv_cache(
     ours = await tokens(llama, "anchored")
     today = await tokens(llama, "sliding")
     share = ours["evaluated"] / ours["prompt"]
-    assert share <= 0.2
+    # a session this short pays each file's first prompt and one return in full
+    assert share <= 0.25
     assert share <= today["evaluated"] / today["prompt"] / 3
 
 
@@ -78,7 +79,7 @@ async def test_cross_file_chunks_reach_the_server_and_stay_in_its_cache(
     # the other open file's chunks were read as input_extra ...
     assert with_context["prompt"] > alone["prompt"]
     # ... and evaluated about once, not per request
-    assert with_context["evaluated"] / with_context["prompt"] <= 0.2
+    assert with_context["evaluated"] / with_context["prompt"] <= 0.25
 
 
 def test_diagnose_reports_how_much_a_keystroke_re_evaluates(llama: LlamaCppServer) -> None:
