@@ -8,7 +8,7 @@ STAMP := $(VENV)/.stamp-install
 NPM ?= npm
 VSCODE := editors/vscode
 
-.PHONY: setup demo test lint typecheck unit vscode vsix slo bench bench-quick soak clean
+.PHONY: setup demo test lint typecheck unit vscode vsix code-server slo bench bench-quick soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,9 +22,10 @@ demo: setup
 	$(BIN)/scopecache demo
 
 lint: setup
-	$(BIN)/ruff check lsp_server cache transport tests examples $(VSCODE)/scripts
+	$(BIN)/ruff check lsp_server cache transport tests examples $(VSCODE)/scripts editors/neovim/scripts
 	$(BIN)/python $(VSCODE)/scripts/settings_schema.py --check
 	$(BIN)/python $(VSCODE)/scripts/editor_languages.py --check
+	$(BIN)/python editors/neovim/scripts/helptags.py --check
 
 typecheck: setup
 	$(BIN)/mypy
@@ -38,6 +39,11 @@ vscode: setup
 vsix: vscode
 	cd $(VSCODE) && $(NPM) run package
 
+# code-server and the Node 24 it needs, for the real-VS-Code end-to-end test;
+# installed once under $${SCOPECACHE_TOOLS_DIR:-~/.cache/scopecache/tools}.
+code-server:
+	$(VSCODE)/scripts/install-code-server.sh
+
 unit: setup
 	$(BIN)/pytest -q
 
@@ -48,7 +54,7 @@ slo: setup
 	$(BIN)/scopecache replay build/slo-trace.jsonl --json > build/slo-replay.json
 	$(BIN)/scopecache slo check --slo examples/slo.toml --from build/slo-replay.json
 
-test: lint typecheck vscode unit slo
+test: lint typecheck vscode code-server unit slo
 
 bench: setup
 	$(BIN)/python -m tests.bench

@@ -52,6 +52,7 @@ from lsp_server.diagnose_service import (
     diagnose_service,
     probe_client,
     prompt_cut_measurement,
+    protocol_row,
     service_measurements,
 )
 from lsp_server.serve import configure_logging, load_settings
@@ -118,11 +119,19 @@ async def diagnose(
         url, _ = probe.completion_body(sample, stream=False)
         try:
             tokens = await probe.prompt_tokens(sample)
+        except errors.ProtocolRejected as exc:
+            report.add("network", failing("protocol", explain(exc, options)))
+            report.add("service", failing("completion endpoint", explain(exc, options)))
+            report.skip_rest(("encoding", "client"),
+                             "not measured: the server rejected the protocol (see network)")
+            return report
         except errors.TransportError as exc:
+            report.add("network", protocol_row(client, options))
             report.add("service", failing("completion endpoint", explain(exc, options)))
             report.skip_rest(("encoding", "client"),
                              "not measured: the completion request failed (see service)")
             return report
+        report.add("network", protocol_row(client, options))
         report.add("encoding", *encoding_measurements(options, sample, tokens))
         if tokens is not None:
             report.add("service", prompt_cut_measurement(probe, sample, tokens))

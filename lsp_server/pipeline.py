@@ -31,6 +31,7 @@ from cache.store import CompletionStore, Hit
 from lsp_server.cross_file import PromptContext
 from lsp_server.inflight import InflightRegistry
 from lsp_server.metrics import MetricsRegistry
+from lsp_server.mid_line import position_allowed, suggestion_allowed
 from lsp_server.notify import UserNotifier
 from lsp_server.settings import CompletionSettings
 from lsp_server.stats import ServerStats
@@ -120,6 +121,7 @@ class CompletionPipeline:
         self.metrics = metrics if metrics is not None else MetricsRegistry()
         #: other files' chunks and names sent with a miss in a document
         self.prompt_context = prompt_context
+        self.completion = completion
         self.upstream = UpstreamStreams(self, notifier=notifier, completion=completion)
 
     async def complete(
@@ -135,6 +137,13 @@ class CompletionPipeline:
         self.stats.requests += 1
         self.stats.requests_by_language[ctx.language] += 1
         errors_before = self.stats.upstream_errors
+        mid_line = self.completion.mid_line
+        if not position_allowed(mid_line, ctx.line_suffix):
+            # completion.midLine = "never" with text after the cursor: nothing could show.
+            self.stats.mid_line_suppressed += 1
+            self.stats.record_empty((self.clock() - started) * 1000.0)
+            self.metrics.record_request(method, "none", "empty", self.clock() - started)
+            return None
         try:
             suggestion = await self._lookup(uri, ctx)
         except asyncio.CancelledError:
@@ -145,6 +154,12 @@ class CompletionPipeline:
         if suggestion is not None and not still_current():
             # The buffer moved on while we waited: never show a stale suggestion.
             self.stats.rejected_stale += 1
+            suggestion = None
+        if suggestion is not None and not suggestion_allowed(
+            mid_line, ctx.line_suffix, suggestion.text
+        ):
+            # Text after the cursor that the suggestion would be wedged in front of.
+            self.stats.mid_line_suppressed += 1
             suggestion = None
         if suggestion is not None:
             text = fit_to_line(suggestion.text, ctx.line_suffix)

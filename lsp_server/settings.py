@@ -24,6 +24,7 @@ AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
 PromptWindowKind = Literal["anchored", "sliding", "lines", "tokens"]
 FimOrder = Literal["psm", "spm"]
+MidLine = Literal["closers", "always", "never"]
 #: ``transport.http2``: ``"auto"`` negotiates, ``True`` requires h2, ``False`` never offers it
 Http2Mode = Literal["auto"] | bool
 
@@ -149,10 +150,16 @@ class CompletionSettings:
     prompt_window: PromptWindowKind = "anchored"
     #: ask for several lines after a block opener
     multiline: bool = True
+    #: also offer list completion to clients that show ghost text (read at initialize)
+    list_alongside_inline: bool = False
     #: prompt token limit where the service does not tell one (llama.cpp's -b)
     max_prompt_tokens: int = 2048
     #: Ollama's keep_alive: how long it keeps the model loaded ("" = its default)
     keep_alive: str = "30m"
+    #: suggestions with text after the cursor: ``"closers"`` only when that text is
+    #: closing brackets, quotes or whitespace (or the suggestion ends with it),
+    #: ``"always"``, or ``"never"``
+    mid_line: MidLine = "closers"
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""

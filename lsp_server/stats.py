@@ -45,6 +45,8 @@ class ServerStats:
     upstream_errors: int = 0
     speculative_requests: int = 0
     rejected_stale: int = 0
+    #: suggestions not shown because of text after the cursor (``completion.midLine``)
+    mid_line_suppressed: int = 0
     accepted: int = 0
     keystrokes: int = 0
     _latency: dict[str, deque[float]] = field(default_factory=dict)
@@ -93,6 +95,7 @@ class ServerStats:
             "upstreamErrors": self.upstream_errors,
             "speculativeRequests": self.speculative_requests,
             "rejectedStale": self.rejected_stale,
+            "midLineSuppressed": self.mid_line_suppressed,
             "accepted": self.accepted,
             "keystrokes": self.keystrokes,
             "latencyMs": {
