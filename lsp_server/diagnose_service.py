@@ -177,15 +177,19 @@ class ServiceProbe:
         body["stream"] = stream
         return url, body
 
-    async def prompt_tokens(self, sample: PromptSample) -> int | None:
-        """Tokens the service says it read for ``sample`` (None: it does not report them)."""
+    async def post_json(self, sample: PromptSample) -> Any:
+        """The non-streamed answer's JSON for ``sample`` (None when it is not JSON)."""
         url, body = self.completion_body(sample, stream=False)
         response = await self._client.post(url, json=body, headers=self._headers)
         _raise_for_status(response, url)
         try:
-            return _usage_tokens(self._provider.name, response.json())
+            return response.json()
         except ValueError:
             return None
+
+    async def prompt_tokens(self, sample: PromptSample) -> int | None:
+        """Tokens the service says it read for ``sample`` (None: it does not report them)."""
+        return _usage_tokens(self._provider.name, await self.post_json(sample))
 
     async def _timed(
         self, url: str, body: dict[str, Any], texts: Callable[[httpx.Response], AsyncIterator[str]]

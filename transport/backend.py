@@ -22,6 +22,15 @@ DEFAULT_MAX_TOKENS = 64
 DEFAULT_TEMPERATURE = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class ContextChunk:
+    """Text from another file sent ahead of the prompt (cross-file context)."""
+
+    #: the file's path as the model should see it (relative to the workspace)
+    filename: str
+    text: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class CompletionRequest:
     """One fill-in-the-middle completion to ask a service for."""
@@ -38,6 +47,11 @@ class CompletionRequest:
     request_id: str = ""
     #: background prefetch: lowest priority, first to be shed
     speculative: bool = False
+    #: other files' chunks, in the order they are to be sent (least changing first)
+    extra: tuple[ContextChunk, ...] = ()
+    #: the current file's path as the model should see it, and the project's name
+    filename: str = ""
+    repo_name: str = ""
 
 
 @dataclass(kw_only=True)

@@ -15,7 +15,8 @@ import time
 from typing import Any
 
 SUITES = (
-    "keystroke", "languages", "cache", "server", "transport", "http1", "l2", "replay", "llamacpp",
+    "keystroke", "languages", "cache", "server", "transport", "http1", "l2", "replay",
+    "llamacpp", "kvcache",
 )
 
 
