@@ -42,6 +42,10 @@ class ServerStats:
     upstream_requests: int = 0
     upstream_errors: int = 0
     speculative_requests: int = 0
+    #: speculative prefetches answered by the shared L2 (no upstream request)
+    speculative_l2_prefetches: int = 0
+    #: suggestions served from those answers
+    speculative_l2_served: int = 0
     rejected_stale: int = 0
     accepted: int = 0
     keystrokes: int = 0
@@ -90,6 +94,10 @@ class ServerStats:
             "upstreamRequests": self.upstream_requests,
             "upstreamErrors": self.upstream_errors,
             "speculativeRequests": self.speculative_requests,
+            "speculativeL2": {
+                "prefetches": self.speculative_l2_prefetches,
+                "served": self.speculative_l2_served,
+            },
             "rejectedStale": self.rejected_stale,
             "accepted": self.accepted,
             "keystrokes": self.keystrokes,

@@ -1,0 +1,82 @@
+"""A second editor on a warm shared L2 asks the service for (almost) nothing, prefetches included.
+
+Two real ``scopecache serve`` processes replay the demo's editing session one
+after the other against one reference service, sharing one SQLite file or
+one Redis. The first fills the L2 (its misses and its speculative prefetches);
+the second must find those answers there, speculative ones too, instead of
+asking upstream again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsp_server.client import ServerProcess
+from lsp_server.demo import demo_trace
+from lsp_server.replay import REFERENCE_MODEL, Replayer
+from lsp_server.synth import sample_files
+from lsp_server.upstream_process import ReferenceProcess
+from tests.support.redis_server import RedisServer, redis_available
+
+pytestmark = pytest.mark.e2e
+
+#: the second process may make at most this share of the first's upstream requests
+WARM_SHARE = 0.10
+
+
+async def replay_once(options: dict[str, Any]) -> dict[str, Any]:
+    async with ServerProcess(options) as server:
+        await Replayer(server, demo_trace(7)).run()
+        return await server.stats()
+
+
+async def assert_the_warm_window_asks_almost_nothing(l2: dict[str, Any]) -> dict[str, Any]:
+    async with ReferenceProcess([str(p) for p in sample_files()]) as service:
+        options = {
+            "endpoint": service.url,
+            "model": REFERENCE_MODEL,
+            "transport": {"caFile": service.ca_file},
+            "cache": l2,
+        }
+        cold = await replay_once(options)
+        warm = await replay_once(options)
+    assert cold["speculativeRequests"] > 0, "the session must exercise speculation"
+    assert warm["upstreamRequests"] <= WARM_SHARE * cold["upstreamRequests"], (cold, warm)
+    assert warm["speculativeL2"]["prefetches"] > 0
+    return warm
+
+
+async def test_a_second_window_on_a_warm_sqlite_l2_does_not_re_ask_speculative_prefetches(
+    tmp_path: Path,
+) -> None:
+    await assert_the_warm_window_asks_almost_nothing(
+        {"l2": "sqlite", "sqlitePath": str(tmp_path / "l2.sqlite")}
+    )
+
+
+async def test_without_prewarm_speculative_answers_come_from_l2_and_are_served(
+    tmp_path: Path,
+) -> None:
+    warm = await assert_the_warm_window_asks_almost_nothing(
+        {"l2": "sqlite", "sqlitePath": str(tmp_path / "l2.sqlite"), "prewarm": 0}
+    )
+    assert warm["speculativeL2"]["served"] > 0
+    assert warm["served"]["speculative"] >= warm["speculativeL2"]["served"]
+
+
+@pytest.fixture
+def redis() -> Iterator[RedisServer]:
+    if not redis_available():
+        pytest.skip("redis-server is not installed")
+    with RedisServer() as server:
+        yield server
+
+
+async def test_a_second_window_on_a_warm_redis_l2_does_not_re_ask_speculative_prefetches(
+    redis: RedisServer,
+) -> None:
+    await assert_the_warm_window_asks_almost_nothing({"l2": "redis", "redisUrl": redis.url})
