@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +22,9 @@ Provider = Literal["openai", "llamacpp", "ollama"]
 L2Kind = Literal["none", "sqlite", "redis"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
+
+#: every ``cache.policy`` value
+POLICIES: tuple[str, ...] = get_args(Policy)
 
 DEFAULT_EXCLUDE = (
     ".env",
