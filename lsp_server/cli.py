@@ -110,7 +110,12 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p = sub.add_parser("simulate", help="compare policies and key designs offline")
     p.add_argument("trace", metavar="TRACE")
     p.add_argument("--policies", default="lru,lfu,arc,lruk,hybrid,opt")
-    p.add_argument("--capacities", default="16,64,256,1024")
+    p.add_argument(
+        "--capacities",
+        default=None,
+        help="L1 sizes to compare, comma-separated; default: 2%%, 5%%, 10%%, 25%% and 50%% "
+        "of the answers an unbounded cache keeps for the trace, so every policy evicts",
+    )
     p.add_argument(
         "--strategies", default="scope", help="key designs, comma-separated or all"
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -85,10 +86,51 @@ def render_table(results: Sequence[DesignResult], console: Console) -> None:
         console.print(f"{results[0].requests} completion requests")
 
 
+@dataclass(frozen=True)
+class Series:
+    """One line of the hit-ratio plot."""
+
+    label: str
+    #: hit ratios in percent, one per capacity; a single value is drawn as a level
+    ratios: tuple[float, ...]
+    #: ``policy`` (a policy on a design with capacities), ``ceiling`` (opt), ``level``
+    kind: str
+
+
+def plot_series(
+    results: Sequence[DesignResult], capacities: Sequence[int], policies: Sequence[str]
+) -> list[Series]:
+    """The lines ``plot`` draws: every design that ran, each policy of those that have them.
+
+    A line equal to one already listed says so in its label (``lfu (= lru)``):
+    drawn on top of each other, the hidden one would otherwise look missing.
+    """
+    by_run = {(r.strategy, r.policy, r.capacity): r for r in results}
+    strategies = list(dict.fromkeys(r.strategy for r in results))
+    series: list[Series] = []
+    for strategy in strategies:
+        prefix = "" if strategy == "scope" else f"{strategy} "
+        if any(r.strategy == strategy and r.capacity is not None for r in results):
+            for policy in policies:
+                runs = [by_run.get((strategy, policy, c)) for c in capacities]
+                if any(r is None for r in runs):
+                    continue
+                ratios = tuple(100 * r.hit_ratio for r in runs if r is not None)
+                kind = "ceiling" if policy == "opt" else "policy"
+                label = f"{prefix}{policy}" + (" (ceiling)" if policy == "opt" else "")
+                same = next((o.label for o in series if o.ratios == ratios), None)
+                series.append(Series(f"{label} (= {same})" if same else label, ratios, kind))
+        else:
+            run = by_run.get((strategy, None, None))
+            if run is not None:
+                series.append(Series(f"{strategy} (no capacity)", (100 * run.hit_ratio,), "level"))
+    return series
+
+
 def plot(
     results: Sequence[DesignResult], capacities: Sequence[int], policies: Sequence[str], path: str
 ) -> None:
-    """Hit ratio against capacity, one line per policy, OPT drawn as the ceiling."""
+    """Hit ratio against capacity: one line per design and policy, OPT as the ceiling."""
     try:
         import matplotlib
 
@@ -96,29 +138,35 @@ def plot(
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise PlotUnavailable(PLOT_EXTRA_MESSAGE) from exc
-    by_run = {(r.strategy, r.policy, r.capacity): r for r in results}
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for policy in policies:
-        ys = [by_run.get(("scope", policy, c)) for c in capacities]
-        if any(y is None for y in ys):
-            continue
-        ratios = [100 * y.hit_ratio for y in ys if y is not None]
-        if policy == "opt":
-            ax.plot(capacities, ratios, "k--", linewidth=2, label="opt (ceiling)")
+    fig, ax = plt.subplots(figsize=(8, 5))
+    markers = "osD^v<>ph*"
+    for index, line in enumerate(plot_series(results, capacities, policies)):
+        if line.kind == "level":
+            ax.axhline(line.ratios[0], linestyle=":", color=f"C{index % 10}", label=line.label)
+        elif line.kind == "ceiling":
+            ax.plot(capacities, line.ratios, "k--", linewidth=2, label=line.label)
         else:
-            ax.plot(capacities, ratios, marker="o", label=policy)
-    for r in results:
-        if r.strategy == "ideal":
-            ax.axhline(100 * r.hit_ratio, color="grey", linestyle=":", label="ideal (unbounded)")
+            # identical lines stay visible: thinner, dashed, a different marker
+            hidden = "(= " in line.label
+            ax.plot(
+                capacities,
+                line.ratios,
+                marker=markers[index % len(markers)],
+                linestyle="--" if hidden else "-",
+                linewidth=1 if hidden else 1.8,
+                label=line.label,
+            )
     ax.set_xscale("log", base=2)
+    ax.set_xticks(list(capacities), [str(c) for c in capacities])
     ax.set_xlabel("capacity (entries)")
     ax.set_ylabel("hit ratio (%)")
-    ax.set_title("scope keys: hit ratio by policy and capacity")
+    ax.set_title("hit ratio by key design, policy and capacity")
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize="small", loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
 
 #: columns of the timed table: instant (<= 10 ms), answered before the next key,
 #: upstream started / completed / cancelled / speculative, wasted streams / chars
