@@ -60,7 +60,7 @@ def report_json(
 
 def render_table(results: Sequence[DesignResult], console: Console) -> None:
     """One row per design run."""
-    table = Table(title="scopecache simulate", show_lines=False)
+    table = Table(title="scopecache simulate", show_lines=False, caption=STALE_LEGEND)
     for name, justify in (
         ("design", "left"),
         ("policy", "left"),
@@ -70,7 +70,8 @@ def render_table(results: Sequence[DesignResult], console: Console) -> None:
         ("useful", "right"),
         ("stale", "right"),
     ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        # design names are the words a reader looks up: never cut them off
+        table.add_column(name, justify=justify, no_wrap=name == "design")  # type: ignore[arg-type]
     for r in results:
         table.add_row(
             r.strategy,
@@ -172,10 +173,24 @@ def plot(
 #: upstream started / completed / cancelled / speculative, wasted streams / chars
 TIMED_COLUMNS = (
     "design", "instant", "<next", "up", "done", "cxl", "spec", "wasted", "w.chars",
-    "stale", "p50", "p95",
+    "stale", "p50 ms", "p95 ms",
+)
+#: printed under the timed table: what each short column counts
+TIMED_LEGEND = (
+    "instant: answered within 10 ms of the keystroke; <next: answered before the next "
+    "keystroke; up / done / cxl / spec: upstream streams started / completed / cancelled "
+    "/ speculative; wasted / w.chars: streams and characters generated for nobody "
+    "(cancelled, or finished unseen); p50 / p95 ms: latency in milliseconds, 'never' "
+    "when no answer came before the next keystroke"
+)
+#: printed under both tables: what a simulated stale serve is
+STALE_LEGEND = (
+    "stale: a served suggestion that still fits the line (the server's final check "
+    "blocks only text that no longer fits the buffer) but is not what the model would "
+    "answer there now, because text the key does not cover changed"
 )
 #: the width the timed table needs to show every figure whole
-TIMED_TABLE_WIDTH = 112
+TIMED_TABLE_WIDTH = 120
 
 
 def _pct(share: float) -> str:
@@ -201,7 +216,10 @@ def render_timed_table(
 ) -> None:
     """One row per client design at one time to first token."""
     ttft = results[0].ttft_ms if results else 0.0
-    table = Table(title=f"scopecache simulate --timed (TTFT {ttft:.0f} ms, {token_ms:g} ms/token)")
+    table = Table(
+        title=f"scopecache simulate --timed (TTFT {ttft:.0f} ms, {token_ms:g} ms/token)",
+        caption=f"{TIMED_LEGEND}. {STALE_LEGEND}",
+    )
     for name in TIMED_COLUMNS:
         table.add_column(name, justify="left" if name == "design" else "right", no_wrap=True)
     for r in results:
@@ -239,23 +257,31 @@ def plot_timed(results: Sequence[TimedResult], path: str) -> None:
     designs: dict[str, list[TimedResult]] = {}
     for r in results:
         designs.setdefault(r.design, []).append(r)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for design, runs in designs.items():
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
+    drawn: dict[tuple[tuple[float, float], ...], str] = {}
+    markers = "osD^v<>ph*"
+    for index, (design, runs) in enumerate(designs.items()):
         runs.sort(key=lambda r: r.ttft_ms)
-        style = "k-" if design == "ours" else "-"
+        points = tuple((r.ttft_ms, 100 * r.share(r.instant)) for r in runs)
+        under = drawn.setdefault(points, design)
+        # a line exactly on top of another says so, dashed, so it does not look missing
+        style = "k-" if design == "ours" else ("--" if under != design else "-")
         ax.plot(
-            [r.ttft_ms for r in runs],
-            [100 * r.share(r.instant) for r in runs],
+            [x for x, _y in points],
+            [y for _x, y in points],
             style,
-            marker="o",
-            label=design,
+            marker=markers[index % len(markers)],
+            label=design if under == design else f"{design} (= {under})",
+            clip_on=False,  # a line at 0% stays visible on the axis
+            zorder=3,
         )
     ax.set_xlabel("time to first token (ms)")
     ax.set_ylabel("answered within 10 ms (%)")
     ax.set_title("instant share by client design")
-    ax.set_ylim(0, 100)
+    # Room below 0% and above 100%, and the legend outside the axes, so no line hides.
+    ax.set_ylim(-4, 104)
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
