@@ -60,13 +60,14 @@ class PinnedAddresses:
 
 def probe_client(options: EndpointOptions, backend: PinnedResolverBackend) -> httpx.AsyncClient:
     """An httpx client over one pinned connection, with the transport's TLS and timeouts."""
+    http1, http2 = options.protocols
     transport = PinnedTransport(
         backend=backend,
         ssl_context=tls_context(
-            ca_file=options.ca_file, verify=options.verify_tls, http2=options.http2
+            ca_file=options.ca_file, verify=options.verify_tls, http1=http1, http2=http2
         ),
-        http2=options.http2,
-        scheme=options.endpoint.split(":", 1)[0],
+        http1=http1,
+        http2=http2,
         max_connections=1,
         max_keepalive=1,
         keepalive_expiry=options.keepalive_expiry,

@@ -105,8 +105,9 @@ async def diagnose_tls(
 ) -> float | None:
     """Full handshake, ALPN and resumption into ``out``; the full handshake's seconds or None."""
     try:
+        http1, http2 = options.protocols
         context = tls_context(ca_file=options.ca_file, verify=options.verify_tls,
-                              http2=options.http2)
+                              http1=http1, http2=http2)
     except ConfigurationError as exc:
         out.append(failing("tls handshake", f"{exc}"))
         return None
@@ -133,13 +134,16 @@ async def diagnose_tls(
 def _alpn(first: Handshake, options: EndpointOptions) -> Measurement:
     alpn = first.alpn or "none"
     value = f"{alpn} ({first.version})" if first.version else alpn
-    if not options.http2:
-        return Measurement("alpn", value, "", "h2", "ok", None)
+    if options.http2 is False:
+        return Measurement("alpn", value, "", "http/1.1", "ok", None)
     if alpn == "h2":
         return Measurement("alpn", value, "", "h2", "ok", None)
-    return Measurement("alpn", value, "", "h2", "slow",
-                       "the service does not offer HTTP/2: concurrent requests cannot share "
-                       "one connection and a cancelled request costs the connection")
+    if options.http2 is True:
+        return Measurement("alpn", value, "", "h2", "failing",
+                           f"this server speaks {alpn} only, not HTTP/2: set transport.http2 "
+                           "to auto")
+    # auto: HTTP/1.1 is a first-class path (a pool of kept-alive connections)
+    return Measurement("alpn", value, "", None, "ok", None)
 
 
 async def _resumption(

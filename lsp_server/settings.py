@@ -22,6 +22,8 @@ Provider = Literal["openai", "llamacpp", "ollama"]
 L2Kind = Literal["none", "sqlite", "redis"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
+#: ``transport.http2``: ``"auto"`` negotiates, ``True`` requires h2, ``False`` never offers it
+Http2Mode = Literal["auto"] | bool
 
 #: every ``cache.policy`` value
 POLICIES: tuple[str, ...] = get_args(Policy)
@@ -92,7 +94,10 @@ class TransportSettings:
     nameservers: list[str] = field(default_factory=list)
     #: extra CA bundle (PEM) to trust
     ca_file: str | None = None
-    http2: bool = True
+    #: "auto": over TLS offer h2 and http/1.1 (ALPN) and speak what the server
+    #: picks, on http:// speak HTTP/1.1; true: require HTTP/2 (h2c prior
+    #: knowledge on http://); false: HTTP/1.1 only
+    http2: Http2Mode = "auto"
     #: turning verification off needs this explicit setting and logs a warning
     verify_tls: bool = True
     max_connections: int = 12

@@ -31,6 +31,29 @@ class _Invalid(ValueError):
     pass
 
 
+_BOOL_SPELLINGS = {"true": True, "false": False}
+
+
+def _choices(options: tuple[Any, ...]) -> list[Any] | None:
+    """The allowed values of a union of literals and ``bool``, else None."""
+    choices: list[Any] = []
+    for option in options:
+        if get_origin(option) is Literal:
+            choices.extend(get_args(option))
+        elif option is bool:
+            choices.extend((True, False))
+        else:
+            return None
+    return choices
+
+
+def _spell(value: Any) -> str:
+    """A value as the user writes it: ``"auto"``, ``true``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
 def _coerce(value: Any, hint: Any) -> Any:
     """Check ``value`` against a (simple) type hint; return it converted."""
     origin = get_origin(hint)
@@ -48,6 +71,16 @@ def _coerce(value: Any, hint: Any) -> Any:
         options = get_args(hint)
         if value is None and type(None) in options:
             return None
+        if bool in options and isinstance(value, str) and value.lower() in _BOOL_SPELLINGS:
+            # A switch with named modes ("auto" | true | false): "true" and
+            # "false" written as strings mean the booleans.
+            return _BOOL_SPELLINGS[value.lower()]
+        choices = _choices(options)
+        if choices is not None:
+            # Compare types too: 1 == True, but 1 is not a valid switch value.
+            if not any(type(value) is type(c) and value == c for c in choices):
+                raise _Invalid("must be one of " + ", ".join(_spell(c) for c in choices))
+            return value
         errors = []
         for option in options:
             if option is type(None):

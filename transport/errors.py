@@ -14,6 +14,7 @@ Callers see these, never httpx's, httpcore's or dnspython's exceptions::
      |    +-- RateLimited          429 or 503 with the service asking us to wait
      |    +-- AuthRejected         401 or 403
      +-- UpstreamProtocolError     malformed JSON or SSE, oversized or invalid output
+     |    +-- ProtocolRejected     the server does not speak the HTTP version the settings require
      +-- CircuitOpenError          the breaker is open: the service is not asked
      +-- AuthError                 no token could be obtained
 
@@ -99,6 +100,15 @@ class UpstreamProtocolError(TransportError):
     """The service's answer could not be understood or broke a limit."""
 
     kind = "protocol"
+
+
+class ProtocolRejected(UpstreamProtocolError):
+    """The server does not speak the HTTP version the settings require.
+
+    The message names the setting to change (``transport.http2``).
+    """
+
+    kind = "protocol_rejected"
 
 
 class CircuitOpenError(TransportError):

@@ -69,13 +69,14 @@ class HttpCompletionBackend(CompletionBackend):
         self._network: PinnedResolverBackend | None = None
         if transport is None:
             self._network = PinnedResolverBackend(self._dns)
+            http1, http2 = options.protocols
             transport = PinnedTransport(
                 backend=self._network,
                 ssl_context=tls_context(
-                    ca_file=options.ca_file, verify=options.verify_tls, http2=options.http2
+                    ca_file=options.ca_file, verify=options.verify_tls, http1=http1, http2=http2
                 ),
-                http2=options.http2,
-                scheme=options.endpoint.split(":", 1)[0],
+                http1=http1,
+                http2=http2,
                 max_connections=options.max_connections,
                 max_keepalive=options.max_keepalive,
                 keepalive_expiry=options.keepalive_expiry,

@@ -36,7 +36,7 @@ import h2.errors
 import h2.exceptions
 import httpcore
 
-from transport.errors import ConfigurationError
+from transport.errors import ConfigurationError, ProtocolRejected
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +49,13 @@ class AddressSource(Protocol):
         ...
 
 
-def tls_context(*, ca_file: str | None, verify: bool, http2: bool) -> ssl.SSLContext:
-    """The client TLS context: system/certifi roots plus ``ca_file``, ALPN h2 when wanted.
+def tls_context(
+    *, ca_file: str | None, verify: bool, http2: bool, http1: bool = True
+) -> ssl.SSLContext:
+    """The client TLS context: system/certifi roots plus ``ca_file``, ALPN as allowed.
+
+    ALPN offers ``h2`` when ``http2`` and ``http/1.1`` when ``http1``, so the
+    server picks among the versions the settings allow.
 
     ``ca_file`` adds to the default roots (it does not replace them). With
     ``verify`` off, certificates are not checked; that needs the explicit
@@ -66,7 +71,8 @@ def tls_context(*, ca_file: str | None, verify: bool, http2: bool) -> ssl.SSLCon
         logger.warning("TLS certificate verification is OFF (transport.verifyTls = false)")
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-    context.set_alpn_protocols(["h2", "http/1.1"] if http2 else ["http/1.1"])
+    offered = (["h2"] if http2 else []) + (["http/1.1"] if http1 or not http2 else [])
+    context.set_alpn_protocols(offered)
     return context
 
 
@@ -177,6 +183,54 @@ class StreamResettingHTTP2Connection(httpcore.AsyncHTTP2Connection):
             self._on_reset()
 
 
+class PriorKnowledgeStream(httpcore.AsyncNetworkStream):
+    """An h2c stream that recognises an HTTP/1.1 server's answer to the HTTP/2 preface.
+
+    HTTP/1.1-only servers (llama.cpp, uvicorn, Ollama) answer the preface
+    with ``HTTP/1.1 400`` and close. Without this, the h2 state machine
+    reports a protocol error or a disconnect, and the user reads "cannot
+    reach" about a server that is running.
+    """
+
+    def __init__(self, stream: httpcore.AsyncNetworkStream, host: str) -> None:
+        self._stream = stream
+        self._host = host
+        self._first = True
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        """Read; the first bytes must not be an HTTP/1.x status line."""
+        data = await self._stream.read(max_bytes, timeout)
+        if self._first and data:
+            self._first = False
+            if data.startswith(b"HTTP/1."):
+                raise ProtocolRejected(
+                    f"{self._host} speaks HTTP/1.1 only (it rejected HTTP/2 prior knowledge): "
+                    "set transport.http2 to auto"
+                )
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        """Write through."""
+        await self._stream.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        """Close the socket."""
+        await self._stream.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        """Never used: h2c is cleartext."""
+        return await self._stream.start_tls(ssl_context, server_hostname, timeout)
+
+    def get_extra_info(self, info: str) -> object:
+        """The socket's extra info."""
+        return self._stream.get_extra_info(info)
+
+
 class PinnedConnection(httpcore.AsyncConnectionInterface):
     """One pooled connection to the endpoint's origin, HTTP/1.1 or HTTP/2."""
 
@@ -200,6 +254,8 @@ class PinnedConnection(httpcore.AsyncConnectionInterface):
         self._keepalive_expiry = keepalive_expiry
         self._connection: httpcore.AsyncConnectionInterface | None = None
         self._connect_failed = False
+        #: what the connection speaks once connected: ``http/1.1``, ``h2`` or ``h2c``
+        self.protocol = ""
 
     async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
         """Connect on first use, then hand the request to the protocol connection."""
@@ -226,8 +282,18 @@ class PinnedConnection(httpcore.AsyncConnectionInterface):
             await stream.aclose()
             raise
         ssl_object = stream.get_extra_info("ssl_object")
-        negotiated_h2 = ssl_object is not None and ssl_object.selected_alpn_protocol() == "h2"
+        alpn = ssl_object.selected_alpn_protocol() if ssl_object is not None else None
+        negotiated_h2 = alpn == "h2"
+        if ssl_object is not None and not negotiated_h2 and not self._http1:
+            await stream.aclose()
+            raise ProtocolRejected(
+                f"{host} does not speak HTTP/2 (TLS negotiated {alpn or 'no protocol'}): "
+                "set transport.http2 to auto"
+            )
         if negotiated_h2 or (self._http2 and not self._http1 and ssl_object is None):
+            self.protocol = "h2" if negotiated_h2 else "h2c"
+            if not negotiated_h2:
+                stream = PriorKnowledgeStream(stream, host)
             return StreamResettingHTTP2Connection(
                 origin=self._origin,
                 stream=stream,
@@ -235,6 +301,7 @@ class PinnedConnection(httpcore.AsyncConnectionInterface):
                 write_timeout=timeouts.get("write"),
                 on_reset=self._on_reset,
             )
+        self.protocol = "http/1.1"
         return httpcore.AsyncHTTP11Connection(
             origin=self._origin, stream=stream, keepalive_expiry=self._keepalive_expiry
         )

@@ -19,6 +19,8 @@ from transport.errors import ConfigurationError
 Provider = Literal["openai", "llamacpp", "ollama"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
+#: ``"auto"``: negotiate over TLS, HTTP/1.1 on http://; ``True``: HTTP/2 only; ``False``: HTTP/1.1
+Http2Mode = Literal["auto"] | bool
 
 PROVIDERS: tuple[str, ...] = get_args(Provider)
 FIM_TEMPLATES: tuple[str, ...] = get_args(FimTemplate)
@@ -63,7 +65,7 @@ class EndpointOptions:
     #: ``"ip"`` or ``"ip:port"``; empty uses the system resolver
     nameservers: tuple[str, ...] = ()
     ca_file: str | None = None
-    http2: bool = True
+    http2: Http2Mode = "auto"
     verify_tls: bool = True
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_keepalive: int = DEFAULT_MAX_KEEPALIVE
@@ -113,6 +115,10 @@ class EndpointOptions:
             raise ConfigurationError(f"unknown provider {self.provider!r}")
         if self.fim_template not in FIM_TEMPLATES:
             raise ConfigurationError(f"unknown FIM template {self.fim_template!r}")
+        if not (isinstance(self.http2, bool) or self.http2 == "auto"):
+            raise ConfigurationError(
+                f'transport.http2 must be "auto", true or false (got {self.http2!r})'
+            )
         if self.auth_kind not in AUTH_KINDS:
             raise ConfigurationError(f"unknown auth kind {self.auth_kind!r}")
         if self.auth_kind == "oauth2-client-credentials" and not (
@@ -149,6 +155,22 @@ class EndpointOptions:
         """``scheme://host:port`` of the endpoint (llama.cpp and Ollama paths hang here)."""
         parts = urlsplit(self.endpoint)
         return f"{parts.scheme}://{parts.netloc}"
+
+    @property
+    def protocols(self) -> tuple[bool, bool]:
+        """``(http1, http2)``: which HTTP versions may be spoken to this endpoint.
+
+        On ``http://`` there is no negotiation: HTTP/2 there means prior
+        knowledge, so ``"auto"`` speaks HTTP/1.1 (what self-hosted servers
+        speak) and ``True`` speaks h2c only. Over TLS, ALPN offers what is
+        allowed and the server picks.
+        """
+        cleartext = urlsplit(self.endpoint).scheme == "http"
+        if self.http2 == "auto":
+            return (True, not cleartext)
+        if self.http2:
+            return (False, True)
+        return (True, False)
 
     @property
     def base_url(self) -> str:

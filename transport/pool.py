@@ -140,15 +140,13 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         *,
         backend: PinnedResolverBackend,
         ssl_context: ssl.SSLContext | None,
+        http1: bool = True,
         http2: bool = True,
-        scheme: str = "https",
         max_connections: int = 12,
         max_keepalive: int = 8,
         keepalive_expiry: float | None = 120.0,
     ) -> None:
         self.backend = backend
-        # h2c needs prior knowledge: on http:// HTTP/2 means "HTTP/2 only".
-        http1 = not (http2 and scheme == "http")
         #: HTTP/2 streams reset by us because the caller stopped reading
         self.streams_reset = 0
         self._pool = PinnedConnectionPool(

@@ -129,10 +129,18 @@ async def test_other_providers_stream_from_the_reference_service(
         assert await complete(backend)
 
 
-async def test_h2c_prior_knowledge_on_plain_http() -> None:
+async def test_http2_true_speaks_h2c_prior_knowledge_on_plain_http() -> None:
     with ReferenceService(tls=False) as svc:
-        options = EndpointOptions(endpoint=svc.url, keep_warm_seconds=0)
+        options = EndpointOptions(endpoint=svc.url, keep_warm_seconds=0, http2=True)
         async with started_backend(options) as backend:
             assert await complete(backend)
             assert svc.stats()["httpVersions"].get("2", 0) >= 1
             assert backend.counters().connections_opened == 1
+
+
+async def test_auto_speaks_http1_on_plain_http() -> None:
+    with ReferenceService(tls=False) as svc:
+        options = EndpointOptions(endpoint=svc.url, keep_warm_seconds=0)
+        async with started_backend(options) as backend:
+            assert await complete(backend)
+            assert svc.stats()["httpVersions"] == {"1.1": 1}

@@ -20,7 +20,7 @@ def test_defaults_need_no_input() -> None:
     assert settings.endpoint is None
     assert settings.cache.policy == "hybrid" and settings.cache.l2 == "sqlite"
     assert settings.api_key_env == "SCOPECACHE_API_KEY"
-    assert settings.transport.http2 is True and settings.transport.verify_tls is True
+    assert settings.transport.http2 == "auto" and settings.transport.verify_tls is True
 
 
 def test_camel_case_over_lsp_and_snake_case_from_toml_mean_the_same() -> None:
@@ -53,6 +53,7 @@ def test_every_policy_name_is_accepted(policy: str) -> None:
         ({"transport": {"nameservers": "10.0.0.1"}}, "transport.nameservers"),
         ({"transport": {"connectTimeout": 0}}, "transport.connectTimeout"),
         ({"transport": {"http2": "yes"}}, "transport.http2"),
+        ({"transport": {"http2": 1}}, "transport.http2"),
         ({"auth": {"refreshAt": 1.5}}, "auth.refreshAt"),
         ({"apiKeyEnv": "not a name"}, "apiKeyEnv"),
     ],
@@ -63,6 +64,31 @@ def test_a_bad_value_names_its_key_and_keeps_the_default(data: dict[str, object]
     assert problems[0].startswith(key + ":")
     defaults = Settings()
     assert settings_to_dict(settings) == settings_to_dict(defaults)
+
+
+@pytest.mark.parametrize(
+    ("value", "meant"),
+    [(True, True), (False, False), ("auto", "auto"), ("true", True), ("false", False)],
+)
+def test_http2_accepts_booleans_from_old_settings_and_the_auto_mode(
+    value: object, meant: object
+) -> None:
+    settings, problems = parse_settings({"transport": {"http2": value}})
+    assert problems == []
+    assert settings.transport.http2 == meant and type(settings.transport.http2) is type(meant)
+
+
+def test_http2_from_toml_accepts_auto_and_booleans(tmp_path: Path) -> None:
+    path = tmp_path / "scopecache.toml"
+    for written, meant in (('"auto"', "auto"), ("false", False), ("true", True)):
+        path.write_text(f"[scopecache.transport]\nhttp2 = {written}\n")
+        settings, problems = parse_settings(load_toml(path))
+        assert problems == [] and settings.transport.http2 == meant
+
+
+def test_a_bad_http2_value_names_the_key_and_the_allowed_values() -> None:
+    _, problems = parse_settings({"transport": {"http2": "h2c"}})
+    assert problems == ['transport.http2: must be one of "auto", true, false (got \'h2c\')']
 
 
 def test_valid_keys_still_apply_next_to_invalid_ones() -> None:

@@ -19,7 +19,26 @@ def test_defaults_match_the_documented_pool_limits() -> None:
     options = EndpointOptions(endpoint="https://host:8443/v1")
     assert options.max_connections == DEFAULT_MAX_CONNECTIONS == 12
     assert options.max_keepalive == DEFAULT_MAX_KEEPALIVE == 8
-    assert options.http2 and options.verify_tls
+    assert options.http2 == "auto" and options.verify_tls
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "http2", "protocols"),
+    [
+        ("http://127.0.0.1:8080/v1", "auto", (True, False)),
+        ("https://host/v1", "auto", (True, True)),
+        ("http://127.0.0.1:8080/v1", True, (False, True)),
+        ("https://host/v1", True, (False, True)),
+        ("http://127.0.0.1:8080/v1", False, (True, False)),
+        ("https://host/v1", False, (True, False)),
+    ],
+)
+def test_http2_mode_decides_the_protocols_per_scheme(
+    endpoint: str, http2: bool | str, protocols: tuple[bool, bool]
+) -> None:
+    """(http1, http2): auto negotiates over TLS and speaks HTTP/1.1 on http://."""
+    options = EndpointOptions(endpoint=endpoint, http2=http2)  # type: ignore[arg-type]
+    assert options.protocols == protocols
 
 
 def test_url_parts() -> None:

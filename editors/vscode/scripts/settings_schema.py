@@ -37,7 +37,6 @@ FALLBACK_DESCRIPTIONS: dict[str, str] = {
     "cache.policy": "L1 eviction policy.",
     "cache.l2": "Shared second-level cache: none, sqlite or redis.",
     "cache.redisUrl": "Redis URL of the L2 cache (when cache.l2 is redis).",
-    "transport.http2": "Use HTTP/2 (h2 over TLS via ALPN, h2c prior knowledge on http://).",
     "transport.maxConnections": "Most connections open to the completion service.",
     "transport.maxKeepalive": "Most idle connections kept open.",
     "transport.keepaliveExpiry": "Seconds an idle connection is kept open.",
@@ -127,7 +126,11 @@ def _json_type(hint: Any) -> dict[str, Any]:
             part = _json_type(option)
             types.append(part["type"])
             extra.update({k: v for k, v in part.items() if k != "type"})
-        if "enum" in extra:  # a literal among other types: the enum would reject them
+        options = [o for o in get_args(hint) if o is not type(None)]
+        if "enum" in extra and all(o is bool or get_origin(o) is Literal for o in options):
+            # a switch with named modes ("auto" | true | false): every value is listed
+            extra["enum"] = [*extra["enum"], True, False]
+        elif "enum" in extra:  # a literal among other types: the enum would reject them
             extra.pop("enum")
         return {"type": types, **extra}
     simple = {bool: "boolean", int: "integer", float: "number", str: "string"}

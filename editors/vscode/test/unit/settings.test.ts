@@ -42,7 +42,7 @@ test("unset settings are sent as the schema defaults, nested camelCase", () => {
   assert.equal(sent.provider, "openai");
   assert.equal(sent.endpoint, null);
   assert.equal((sent.cache as Record<string, unknown>).policy, "hybrid");
-  assert.equal((sent.transport as Record<string, unknown>).http2, true);
+  assert.equal((sent.transport as Record<string, unknown>).http2, "auto");
   assert.equal("server" in sent, false);
 });
 
