@@ -49,6 +49,10 @@ logger = logging.getLogger(__name__)
 __version__ = "0.1.0"
 
 
+#: how long shutdown waits for answers still being written to L2
+L2_FLUSH_SECONDS = 2.0
+
+
 def metrics_port_problem(host: str, port: int, exc: OSError) -> str:
     """What to tell the user when the metrics endpoint cannot listen, and what to change."""
     message = f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
@@ -250,6 +254,9 @@ class ScopecacheServer(LanguageServer):
         self.inflight.cancel_all()
         if self.backend is not None:
             await self.backend.aclose()
+        # Answers fetched just before the editor closed are still on their way
+        # to L2: let them land, or the next window asks for them again.
+        await self.pipeline.upstream.flush(L2_FLUSH_SECONDS)
         await self.l2_link.aclose()
         if self.metrics_endpoint is not None:
             await self.metrics_endpoint.aclose()

@@ -141,6 +141,11 @@ class UpstreamStreams:
         self.notifier.resolved("upstream", "completion service is answering again")
         return text
 
+    async def flush(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for answers still being written to L2 (shutdown)."""
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=timeout)
+
     def _share(self, entry: CachedCompletion) -> None:
         l2 = self._pipeline.l2
         if l2 is None:
