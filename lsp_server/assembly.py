@@ -53,6 +53,8 @@ def endpoint_options(settings: Settings) -> EndpointOptions:
         fim_template=c.fim_template,
         prefix_chars=c.prefix_chars,
         suffix_chars=c.suffix_chars,
+        max_prompt_tokens=c.max_prompt_tokens,
+        keep_alive=c.keep_alive,
         auth_kind=a.kind,
         token_url=a.token_url,
         client_id=a.client_id,

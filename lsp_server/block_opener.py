@@ -5,8 +5,10 @@ A block opener asks the model for several lines instead of one. The anchor
 with the cursor on a fresh one, or end the cursor's own line. With a tree,
 the anchor is the language's opener token inside a block node; in code that
 error recovery wrapped, the token counts only on a line that starts with one
-of the language's block keywords. Without a tree, the opener token itself is
-enough.
+of the language's block keywords. Languages whose headers open a block by
+their words (Ruby's ``def name``, Lua's ``function f(x)``) match the header
+line against the spec's ``opening_pattern``. Without a tree, the opener token
+itself is enough.
 """
 
 from __future__ import annotations
@@ -28,20 +30,23 @@ def block_opener(
     line_suffix: str,
     at_line_start: bool,
 ) -> bool:
-    """Whether the cursor begins a block's body (after ``def ...:``, ``if ...:``, ...)."""
+    """Whether the cursor begins a block's body (after ``def ...:``, ``if ... {``, ...)."""
     if anchor is None or not _opener_place(anchor, line_start, line_suffix, at_line_start):
         return False
     leaf = path[-1]
     header_start = buf.line_start(buf.line_of(leaf.start_byte))
-    if leaf.type == "comment":
+    if "comment" in leaf.type:
         # "if x:  # why" still opens a block: look before the comment on its line
         head = buf.data[header_start : leaf.start_byte].rstrip()
         if not head:
             return False
         path = node_path(tree, header_start + len(head) - 1)
         leaf = path[-1]
-    if leaf.type != spec.block_opener or leaf.is_named or len(path) < 2:
-        return False
+    if leaf.type not in spec.block_tokens or leaf.is_named or len(path) < 2:
+        # Ruby's "def name", Lua's "function f(x)": the header's words open the block
+        return spec.opening_pattern is not None and spec.header_opens(
+            decode_text(buf.data[header_start : leaf.end_byte])
+        )
     parent = path[-2].type
     if not spec.block_types or parent in spec.block_types:
         return True
@@ -63,8 +68,8 @@ def text_block_opener(
     """Text-only block opener test, for documents without a tree."""
     if anchor is None or not _opener_place(anchor, line_start, line_suffix, at_line_start):
         return False
-    token = (spec.block_opener if spec is not None else ":").encode()
-    return bytes(data[anchor - len(token) + 1 : anchor + 1]) == token
+    tokens = spec.block_tokens if spec is not None else (":", "{")
+    return any(bytes(data[anchor - len(t) + 1 : anchor + 1]) == t.encode() for t in tokens)
 
 
 def _opener_place(anchor: int, line_start: int, line_suffix: str, at_line_start: bool) -> bool:

@@ -227,6 +227,12 @@ class ServerProcess:
         stats: dict[str, Any] = _plain(await future)
         return stats
 
+    async def health(self, params: Any = None) -> dict[str, Any]:
+        """scopecache/health (``params`` as sent: omitted/None, ``{}``...)."""
+        _, future = self.request("scopecache/health", params)
+        health: dict[str, Any] = _plain(await future)
+        return health
+
     async def clear_cache(self) -> dict[str, Any]:
         """scopecache/clearCache."""
         _, future = self.request("scopecache/clearCache", {})

@@ -2,7 +2,9 @@
 
 1. start the reference completion service (TLS, HTTP/2) with emulated model
    latency over the sample files shipped in the package;
-2. synthesize an editing session that writes (the beginning of) those files;
+2. synthesize an editing session that writes (the beginning of) two of them,
+   a Python file and a TypeScript one, to show that every language with a
+   grammar gets scope keys;
 3. replay it through a real ``scopecache serve`` process with the default
    cache, and - at the same time - through a second process with
    ``cache.policy = none``;
@@ -17,6 +19,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -25,7 +28,7 @@ from rich.table import Table
 
 from lsp_server.client import ServerProcess
 from lsp_server.replay import REFERENCE_MODEL, Replayer
-from lsp_server.synth import sample_files, synthesize
+from lsp_server.synth import language_samples, sample_files, synthesize
 from lsp_server.trace import CompleteEvent, Trace
 from lsp_server.upstream_process import ReferenceProcess
 
@@ -43,12 +46,20 @@ SOURCES_LEGEND = (
 #: lines of each sample file the demo session writes
 DEMO_LINES = 20
 DEMO_FILES = 2
+#: the second language the demo writes
+DEMO_SECOND_LANGUAGE = ".ts"
+
+
+def demo_files() -> list[Path]:
+    """The demo's files: a Python sample, then a TypeScript one."""
+    second = [p for p in language_samples() if p.suffix == DEMO_SECOND_LANGUAGE]
+    return [*sample_files()[:1], *second[:1], *sample_files()[1:]]
 
 
 def demo_trace(seed: int, *, files: int = DEMO_FILES, lines: int = DEMO_LINES) -> Trace:
     """A synthesized session writing the first ``lines`` lines of ``files`` sample files."""
     texts: dict[str, str] = {}
-    for path in sample_files()[:files]:
+    for path in demo_files()[:files]:
         head = "\n".join(path.read_text(encoding="utf-8").split("\n")[:lines]) + "\n"
         texts[f"file:///demo/{path.name}"] = head
     return synthesize(texts, seed=seed)
@@ -60,7 +71,7 @@ async def run_demo(
     """Run the demo; returns both summaries."""
     trace = demo_trace(seed)
     requests = sum(isinstance(e, CompleteEvent) for e in trace.events)
-    corpus = [str(p) for p in sample_files()]
+    corpus = [str(p) for p in language_samples()]
     async with ReferenceProcess(corpus, ttft_ms=ttft_ms, token_ms=DEMO_TOKEN_MS) as service:
         base: dict[str, Any] = {
             "endpoint": service.url,
@@ -172,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
             f"the bars count the session's {len(trace.events)} events (opens, edits and "
             f"{requests} completion requests); the table counts the completion requests"
         )
+        names = ", ".join(p.name for p in demo_files()[:DEMO_FILES])
+        console.print(f"the session writes {names}: each language with a grammar gets scope keys")
     report = asyncio.run(run_demo(args.seed, None if args.json else console))
     if args.json:
         json.dump(report, sys.stdout)

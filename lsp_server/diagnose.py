@@ -48,6 +48,8 @@ from lsp_server.diagnose_service import (
     ServiceProbe,
     diagnose_service,
     probe_client,
+    prompt_cut_measurement,
+    service_measurements,
 )
 from lsp_server.serve import configure_logging, load_settings
 from lsp_server.settings import Settings
@@ -55,6 +57,7 @@ from transport import errors
 from transport.auth import auth_for
 from transport.factory import build_backend
 from transport.network import PinnedResolverBackend
+from transport.service_detect import detect_service
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +107,11 @@ async def diagnose(
         return report
     client = probe_client(options, PinnedResolverBackend(PinnedAddresses([network.address])))
     try:
-        probe = ServiceProbe(options, client, headers, clock=clock)
+        profile = None
+        if options.provider in ("auto", "llamacpp"):
+            profile = await detect_service(client, options, headers)
+            report.add("service", *service_measurements(options, profile))
+        probe = ServiceProbe(options, client, headers, clock=clock, profile=profile)
         url, _ = probe.completion_body(sample, stream=False)
         try:
             tokens = await probe.prompt_tokens(sample)
@@ -114,6 +121,8 @@ async def diagnose(
                              "not measured: the completion request failed (see service)")
             return report
         report.add("encoding", *encoding_measurements(options, sample, tokens))
+        if tokens is not None:
+            report.add("service", prompt_cut_measurement(probe, sample, tokens))
         report.add("service", info("completion endpoint", "answers", hint=f"POST {url}"))
         try:
             measurements, _service_ttft = await diagnose_service(probe, sample, samples)

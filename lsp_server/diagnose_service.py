@@ -32,11 +32,20 @@ from lsp_server.diagnose_report import Limit, Measurement, failing, info, judged
 from lsp_server.diagnose_sample import PromptSample
 from lsp_server.stats import percentile
 from transport import errors
+from transport.backend import CompletionRequest
 from transport.network import PinnedResolverBackend, tls_context
 from transport.options import EndpointOptions
 from transport.pool import PinnedTransport
 from transport.prompt import fit_prompt
-from transport.providers import decode_lines, provider_for, sse_events
+from transport.providers import (
+    LlamaCppProvider,
+    Provider,
+    TokenUsage,
+    decode_lines,
+    provider_for,
+    sse_events,
+)
+from transport.service_detect import ServiceProfile
 
 Clock = Callable[[], float]
 
@@ -125,12 +134,23 @@ class ServiceProbe:
         headers: dict[str, str],
         *,
         clock: Clock = time.perf_counter,
+        profile: ServiceProfile | None = None,
     ) -> None:
         self.options = options
         self._client = client
         self._headers = headers
         self._clock = clock
-        self._provider = provider_for(options)
+        self._provider = provider_for(options, profile)
+
+    @property
+    def provider(self) -> Provider:
+        """The provider the probe's requests use."""
+        return self._provider
+
+    @property
+    def provider_name(self) -> str:
+        """The wire format in use: the configured one, or the detected one for ``auto``."""
+        return self._provider.name
 
     def completion_body(self, sample: PromptSample, *, stream: bool) -> tuple[str, dict[str, Any]]:
         """URL and body of the provider's completion request for ``sample``."""
@@ -144,7 +164,7 @@ class ServiceProbe:
         response = await self._client.post(url, json=body, headers=self._headers)
         _raise_for_status(response, url)
         try:
-            return _usage_tokens(self.options.provider, response.json())
+            return _usage_tokens(self._provider.name, response.json())
         except ValueError:
             return None
 
@@ -214,6 +234,54 @@ def _raise_for_status(response: httpx.Response, url: str) -> None:
     raise errors.UpstreamStatusError(status, f"HTTP {status} from {url}")
 
 
+def service_measurements(
+    options: EndpointOptions, profile: ServiceProfile | None
+) -> list[Measurement]:
+    """Which server was identified, the path used, and the prompt limit that applies."""
+    if profile is None:
+        return [info("server", "unidentified", hint=f"provider {options.provider}: the "
+                     "service did not answer the identification; the OpenAI path is used")]
+    provider = provider_for(options, profile)
+    url, _ = provider.build_request(CompletionRequest(prefix="", suffix=""))
+    template = f", FIM template {provider.fim_template}" if provider.fim_template else ""
+    model = f", model {profile.model}" if profile.model else ""
+    out = [info("server", profile.kind, hint=f"provider {options.provider}: POST "
+                f"{httpx.URL(url).path}{template}{model}"
+                + (f" (Server: {profile.server})" if profile.server else ""))]
+    if isinstance(provider, LlamaCppProvider):
+        limit = provider.prompt_token_limit()
+        context = (f"the slot's context is {profile.context_tokens} tokens (/props)"
+                   if profile.context_tokens else "/props gave no context size")
+        out.append(info(
+            "prompt limit", limit, "tokens",
+            hint=f"{context}; /infill cuts prompts to the server's batch size (-b) without "
+                 f"saying so, so prompts are kept within completion.maxPromptTokens "
+                 f"({options.max_prompt_tokens}); at {provider.chars_per_token():.1f} "
+                 "chars/token; raise both with llama-server -b N -c N"))
+    else:
+        out.append(skipped("prompt limit", f"{profile.kind} does not report one; prompts use "
+                           "completion.prefixChars and suffixChars"))
+    return out
+
+
+def prompt_cut_measurement(probe: ServiceProbe, sample: PromptSample, tokens: int) -> Measurement:
+    """Whether the server read the whole prompt (llama.cpp cuts it at its batch size)."""
+    provider = probe.provider
+    if not isinstance(provider, LlamaCppProvider):
+        return skipped("prompt cut by server", f"{provider.name} reports no cut")
+    _, body = probe.completion_body(sample, stream=False)
+    provider.observe(body, TokenUsage(prompt=tokens))
+    if provider.prompts_cut:
+        limit = probe.options.max_prompt_tokens
+        return Measurement(
+            "prompt cut by server", tokens, "tokens", None, "slow",
+            f"the server read {tokens} prompt tokens of about {provider.expected_tokens(body)} "
+            f"sent: its batch size (-b) is below completion.maxPromptTokens ({limit}); "
+            f"scopecache now keeps prompts within {provider.prompt_token_limit()} tokens, but "
+            f"set completion.maxPromptTokens = {tokens} or start llama-server with -b {limit}")
+    return info("prompt cut by server", "no", hint=f"the server read all {tokens} prompt tokens")
+
+
 async def diagnose_service(
     probe: ServiceProbe, sample: PromptSample, samples: int
 ) -> tuple[list[Measurement], float]:
@@ -252,8 +320,8 @@ async def diagnose_service(
 async def _chat_side_by_side(
     probe: ServiceProbe, sample: PromptSample, samples: int, ttft50: float
 ) -> list[Measurement]:
-    if probe.options.provider != "openai":
-        return [skipped("chat ttft (p50)", f"provider {probe.options.provider} has no "
+    if probe.provider_name != "openai":
+        return [skipped("chat ttft (p50)", f"provider {probe.provider_name} has no "
                         "/chat/completions")]
     try:
         chats = [await probe.stream_chat(sample) for _ in range(samples)]

@@ -9,7 +9,8 @@ are applied to the text and the tree first, and parsed once.
 
 A document is parsed only when a grammar is registered for it, its size is at
 most ``max_parse_bytes`` and it contains no NUL byte (tree-sitter reads NUL as
-end of input). Otherwise ``tree`` is None and ``parse_skipped`` says why; the
+end of input). Otherwise ``tree`` is None and ``parse_skipped`` says why
+("no grammar", "grammar not installed", "too large", "binary"); the
 text stays current and every position helper still works, so completions fall
 back to a text-only context.
 """
@@ -28,12 +29,28 @@ from lsprotocol.types import (
 )
 from tree_sitter import Parser, Tree
 
-from lsp_server.languages import LanguageSpec
+from lsp_server.languages import GrammarMissingError, LanguageSpec
+from lsp_server.languages.indentation import INDENT_SAMPLE_LINES, TEXT_INDENT, indent_unit
 from lsp_server.positions import ResolvedPosition, TextBuffer, decode_text, encode_text
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_PARSE_BYTES = 2_000_000
+#: languages whose missing grammar was already reported (once per process)
+_missing_reported: set[str] = set()
+
+
+def parser_for(spec: LanguageSpec | None) -> Parser | None:
+    """A new parser for ``spec``; None without a spec or when its grammar is not installed."""
+    if spec is None:
+        return None
+    try:
+        return spec.new_parser()
+    except GrammarMissingError as exc:
+        if spec.name not in _missing_reported:
+            _missing_reported.add(spec.name)
+            logger.warning("%s; %s files get a text-only context", exc, spec.name)
+        return None
 
 
 class Document:
@@ -58,9 +75,10 @@ class Document:
         self.max_parse_bytes = max_parse_bytes
         self.buffer = TextBuffer(encode_text(text))
         self.tree: Tree | None = None
-        #: why there is no tree: "no grammar", "too large" or "binary"; None when parsed
+        #: why there is no tree: "no grammar", "grammar not installed", "too large" or
+        #: "binary"; None when parsed
         self.parse_skipped: str | None = None
-        self._parser: Parser | None = spec.new_parser() if spec is not None else None
+        self._parser: Parser | None = parser_for(spec)
         self._text: str | None = text
         #: the text holds a NUL byte (binary): kept current per edit, so a
         #: keystroke never scans the whole buffer for one
@@ -116,6 +134,12 @@ class Document:
         buf = self.buffer
         return decode_text(self.byte_range(buf.line_start(line), buf.line_end(line)))
 
+    def indent_unit(self, line: int) -> str:
+        """The indentation step the text shows up to ``line`` (reads a bounded window)."""
+        default = self.spec.indent if self.spec is not None else TEXT_INDENT
+        first = max(0, line - INDENT_SAMPLE_LINES)
+        return indent_unit((self.line_text(n) for n in range(first, line + 1)), default)
+
     def byte_range(self, start: int, end: int) -> bytes:
         """The bytes ``[start, end)``, clamped into the text."""
         n = len(self.buffer)
@@ -135,7 +159,7 @@ class Document:
         twin = copy.copy(self)
         twin.buffer = copy.deepcopy(self.buffer)
         twin.tree = self.tree.copy() if self.tree is not None else None
-        twin._parser = self.spec.new_parser() if self.spec is not None else None
+        twin._parser = parser_for(self.spec)
         return twin
 
     # -- editing ------------------------------------------------------------
@@ -196,7 +220,7 @@ class Document:
         data = self.buffer.data
         reason: str | None = None
         if self._parser is None:
-            reason = "no grammar"
+            reason = "no grammar" if self.spec is None else "grammar not installed"
         elif len(data) > self.max_parse_bytes:
             reason = "too large"
         elif self._nul_present():

@@ -5,12 +5,24 @@ non-whitespace byte) decides where ``line_context`` starts; what is typed on
 the line itself never moves it. An incomplete line can make tree-sitter's
 error recovery flatten the enclosing class or function into an ``ERROR``
 node (``    def f(s`` inside a class does), which would move the start to the
-module and change every line anchor on the line mid-word. So each document
+module and change every line anchor on the line mid-word; in brace languages
+the error may sit after the line (the function's ``}`` went missing) and
+still reshape the scope. So each document
 remembers the scope start found for the line it was last asked about, with
 the bounded window of text before the line; while that text is byte-for-byte
-unchanged and the tree there is in error, the remembered start is reused (a
-clean parse always replaces it). The context is still the text itself, so a
+unchanged and the tree is in error, the remembered start is reused (a clean
+parse always replaces it). The context is still the text itself, so a
 remembered start can only cost a hit, never serve a stale one.
+
+``suffix_bound`` does the same for where the suffix window stops, in languages
+whose scopes end at a closing token: typing ``if x {`` or ``each do`` on a
+line moves the end of the enclosing function (its ``}`` or ``end`` now
+closes the new block) although nothing after the cursor changed. While the
+cursor stays on one line and the text before the line and a bounded window
+after it are unchanged, the end found first is kept (as a distance from the
+end of the document, which typing on the line does not move). Python's
+scopes follow the line's indentation, which typing on the line does move,
+so there the remembered end also requires the same indentation.
 """
 
 from __future__ import annotations
@@ -59,7 +71,7 @@ def line_context(
             and memo.window == window
             and data[window:line_start] == memo.before
         )
-        if any(node.type == ERROR_NODE for node in path):
+        if tree.root_node.has_error or any(node.type == ERROR_NODE for node in path):
             # error recovery around an incomplete line: keep what was found first
             if memo is not None and same_text:
                 scope_start = memo.scope_start
@@ -78,7 +90,46 @@ def line_context(
 def _scope_start(tree: Tree, spec: LanguageSpec, path: list[Node]) -> int:
     """Start of the innermost scope (below the root) on ``path``; 0 for the root."""
     start = 0
-    for node in path:
-        if node.type in spec.scope_types and node != tree.root_node:
+    for node in spec.scopes_on(path):
+        if node != tree.root_node:
             start = node.start_byte
     return start
+
+
+@dataclass(frozen=True, slots=True)
+class _SuffixEnd:
+    """Where the suffix window of a line stopped, and the text around the line then."""
+
+    line_start: int
+    before: bytes
+    after: bytes
+    #: the line's indentation (it decides Python's scope)
+    indent: bytes
+    #: ``len(data) - end``: typing on the line does not move it
+    from_end: int
+
+
+_suffix_ends: weakref.WeakKeyDictionary[Document, _SuffixEnd] = weakref.WeakKeyDictionary()
+
+
+def suffix_bound(
+    doc: Document, spec: LanguageSpec, line_start: int, line_end: int, scope_end: int,
+    window: int,
+) -> int:
+    """The end of the suffix window: ``scope_end``, or the one found first on this line."""
+    data = doc.buffer.data
+    before = bytes(data[max(0, line_start - window) : line_start])
+    after = bytes(data[line_end : line_end + window])
+    line = bytes(data[line_start:line_end])
+    indent = line[: len(line) - len(line.lstrip())] if spec.indent_scoped else b""
+    memo = _suffix_ends.get(doc)
+    if (
+        memo is not None
+        and memo.line_start == line_start
+        and memo.indent == indent
+        and memo.before == before
+        and memo.after == after
+    ):
+        return max(line_end, len(data) - memo.from_end)
+    _suffix_ends[doc] = _SuffixEnd(line_start, before, after, indent, len(data) - scope_end)
+    return scope_end

@@ -98,6 +98,15 @@ def _families(stats: Mapping[str, Any], registry: MetricsRegistry) -> Iterator[A
     ):  # fmt: skip
         yield CounterMetricFamily(name, doc, value=value)
 
+    tokens = CounterMetricFamily(
+        "scopecache_upstream_tokens",
+        "Tokens the service reported: prompt read, evaluated, reused from its KV cache, generated.",
+        labels=["kind"],
+    )
+    for kind in ("prompt", "evaluated", "cached", "generated"):
+        tokens.add_metric([kind], stats.get("tokens", {}).get(kind, 0))
+    yield tokens
+
     circuit = GaugeMetricFamily(
         "scopecache_circuit_state", "1 for the breaker's current state.", labels=["state"]
     )

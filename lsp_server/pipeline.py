@@ -38,6 +38,7 @@ from cache.keys import LineAnchor, ScopeKey, fingerprint
 from cache.store import CompletionStore, Hit
 from lsp_server.inflight import InflightRegistry
 from lsp_server.metrics import MetricsRegistry
+from lsp_server.mid_line import position_allowed, suggestion_allowed
 from lsp_server.notify import UserNotifier
 from lsp_server.settings import CompletionSettings
 from lsp_server.stats import ServerStats
@@ -130,6 +131,7 @@ class CompletionPipeline:
         self.l2 = l2
         self.clock = clock
         self.metrics = metrics if metrics is not None else MetricsRegistry()
+        self.completion = completion
         self.upstream = UpstreamStreams(self, notifier=notifier, completion=completion)
         #: documents whose speculative prefetch is looking in L2 right now
         self._prefetching: set[str] = set()
@@ -146,7 +148,15 @@ class CompletionPipeline:
         """Answer one request; None means "no suggestion"."""
         started = self.clock()
         self.stats.requests += 1
+        self.stats.requests_by_language[ctx.language] += 1
         errors_before = self.stats.upstream_errors
+        mid_line = self.completion.mid_line
+        if not position_allowed(mid_line, ctx.line_suffix):
+            # completion.midLine = "never" with text after the cursor: nothing could show.
+            self.stats.mid_line_suppressed += 1
+            self.stats.record_empty((self.clock() - started) * 1000.0)
+            self.metrics.record_request(method, "none", "empty", self.clock() - started)
+            return None
         try:
             suggestion = await self._lookup(uri, ctx)
         except asyncio.CancelledError:
@@ -157,6 +167,12 @@ class CompletionPipeline:
         if suggestion is not None and not still_current():
             # The buffer moved on while we waited: never show a stale suggestion.
             self.stats.rejected_stale += 1
+            suggestion = None
+        if suggestion is not None and not suggestion_allowed(
+            mid_line, ctx.line_suffix, suggestion.text
+        ):
+            # Text after the cursor that the suggestion would be wedged in front of.
+            self.stats.mid_line_suppressed += 1
             suggestion = None
         if suggestion is not None:
             text = fit_to_line(suggestion.text, ctx.line_suffix)

@@ -17,8 +17,8 @@ from dataclasses import replace
 from lsprotocol import types as lsp
 
 from lsp_server.documents import Document
+from lsp_server.languages.indentation import next_line_indent
 from lsp_server.simulate_requests import ReferenceAnswers
-from lsp_server.speculate import next_line_indent
 from lsp_server.strategies import SimRequest
 from lsp_server.trace import utf16_len
 
@@ -48,7 +48,8 @@ class PrefetchTargets:
         line = req.line
         original = doc.line_text(line).rstrip("\r\n")
         # the server's speculative prefetch predicts the same auto-indent
-        indent = next_line_indent(accepted + req.line_suffix)
+        unit = doc.indent_unit(line)
+        indent = next_line_indent(accepted + req.line_suffix, doc.spec, unit)
         new = accepted + req.line_suffix + "\n" + indent
 
         def edit(end: lsp.Position, text: str) -> None:

@@ -93,6 +93,8 @@ class ReplayResult:
                 "wastedChars": self.server_stats.get("wastedChars", 0),
             },
             "upstreamErrors": self.server_stats.get("upstreamErrors", 0),
+            "provider": self.server_stats.get("provider", {}),
+            "tokens": self.server_stats.get("tokens", {}),
             "rejectedStale": self.server_stats.get("rejectedStale", 0),
             "connectionsOpened": transport.get("connectionsOpened", 0),
             "dnsLookups": transport.get("dnsLookups", 0),

@@ -24,6 +24,7 @@ from cache.store import CompletionStore
 from lsp_server import assembly
 from lsp_server.document_store import DocumentStore
 from lsp_server.documents import Document
+from lsp_server.endpoint_retry import EndpointRetry
 from lsp_server.first_use import rehearse_exclusion, rehearse_protocol
 from lsp_server.inflight import InflightRegistry
 from lsp_server.l2_link import L2Link
@@ -103,6 +104,9 @@ class ScopecacheServer(LanguageServer):
             prewarm_limit=lambda: self.settings.cache.prewarm,
         )
         self._signatures: dict[str, tuple[Any, ...]] = {}
+        #: every problem of the settings last received, for ``scopecache/health``
+        self.settings_problems: list[str] = []
+        self.endpoint_retry = EndpointRetry()
         self.served = ServedItems()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.pipeline = self._make_pipeline()
@@ -112,6 +116,7 @@ class ScopecacheServer(LanguageServer):
     def configure(self, data: Mapping[str, Any] | None, *, base: Settings | None = None) -> None:
         """Apply settings from the client; tell the user once about bad keys."""
         settings, problems = parse_settings(data, base or self.base_settings)
+        self.settings_problems = problems
         if problems:
             self.notifier.problem("settings", "invalid settings ignored: " + "; ".join(problems))
         else:
@@ -143,6 +148,9 @@ class ScopecacheServer(LanguageServer):
             self.backend = self._host_backend
         elif self._changed("backend", assembly.backend_signature(settings)):
             self._replace_backend(settings)
+        elif self.backend is None and self.endpoint_retry.problem is not None:
+            # The same settings again: what was wrong (a missing CA file) may be fixed now.
+            self._replace_backend(settings)
         if self._host_l2 is None and self._changed("l2", assembly.l2_signature(settings)):
             self.l2 = self.l2_link.replace(settings, started=self._initialized)
         if self._initialized:
@@ -163,13 +171,49 @@ class ScopecacheServer(LanguageServer):
         try:
             self.backend = assembly.build_backend(settings)
         except TransportError as exc:
-            self.notifier.problem(
-                "endpoint", f"cannot use endpoint: {exc}", types.MessageType.Error
-            )
+            self._backend_failed(exc)
             return
-        self.notifier.resolved("endpoint")
+        self._backend_ready()
+
+    def _backend_failed(self, exc: TransportError) -> None:
+        self.endpoint_retry.failed(str(exc))
+        self.notifier.problem("endpoint", f"cannot use endpoint: {exc}", types.MessageType.Error)
+
+    def _backend_ready(self) -> None:
+        self.endpoint_retry.succeeded()
+        self.notifier.resolved("endpoint", "endpoint settings work now, completions are on")
         if self.backend is not None and self._initialized:
             self.spawn(self._warm_up(self.backend))
+
+    def retry_configuration(self) -> None:
+        """On a request: re-check an unusable endpoint configuration once its back-off passed."""
+        if self.backend is None and self._host_backend is None and self.endpoint_retry.due():
+            self.spawn(self.rebuild_backend())
+
+    async def rebuild_backend(self) -> bool:
+        """Try again to build the backend that failed; True when there is one now.
+
+        The build reads the CA file, so it runs off the event loop.
+        """
+        if self.backend is not None or self.endpoint_retry.problem is None:
+            return self.backend is not None
+        settings, signature = self.settings, self._signatures.get("backend")
+        self.endpoint_retry.begin()
+        try:
+            backend = await asyncio.to_thread(assembly.build_backend, settings)
+        except TransportError as exc:
+            self._backend_failed(exc)
+            return False
+        if self._signatures.get("backend") != signature or self.backend is not None:
+            # Other endpoint settings arrived meanwhile and were applied on their own.
+            if backend is not None:
+                await backend.aclose()
+            return self.backend is not None
+        self.backend = backend
+        self._backend_ready()
+        self.pipeline = self._make_pipeline()
+        logger.info("endpoint configuration usable after a retry")
+        return self.backend is not None
 
     @property
     def _initialized(self) -> bool:
@@ -220,7 +264,9 @@ class ScopecacheServer(LanguageServer):
 
     def _sync_metrics_endpoint(self, settings: Settings) -> None:
         signature = (settings.metrics_host, settings.metrics_port)
-        if self._changed("metrics", signature):
+        # The same settings again after a failure (port in use): the port may be free now.
+        failed = "metrics" in self.notifier.active() and self.metrics_endpoint is None
+        if self._changed("metrics", signature) or failed:
             self.spawn(self._serve_metrics(*signature))
 
     async def _serve_metrics(self, host: str, port: int) -> None:

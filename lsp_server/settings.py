@@ -18,10 +18,11 @@ from typing import Literal, get_args
 logger = logging.getLogger(__name__)
 
 Policy = Literal["none", "lru", "lfu", "arc", "lruk", "hybrid"]
-Provider = Literal["openai", "llamacpp", "ollama"]
+Provider = Literal["auto", "openai", "llamacpp", "ollama"]
 L2Kind = Literal["none", "sqlite", "redis"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
+MidLine = Literal["closers", "always", "never"]
 #: ``transport.http2``: ``"auto"`` negotiates, ``True`` requires h2, ``False`` never offers it
 Http2Mode = Literal["auto"] | bool
 
@@ -143,10 +144,19 @@ class CompletionSettings:
     scope_chars: int = 2000
     #: ask for several lines after a block opener
     multiline: bool = True
+    #: prompt token limit where the service does not tell one (llama.cpp's -b)
+    max_prompt_tokens: int = 2048
+    #: Ollama's keep_alive: how long it keeps the model loaded ("" = its default)
+    keep_alive: str = "30m"
+    #: suggestions with text after the cursor: ``"closers"`` only when that text is
+    #: closing brackets, quotes or whitespace (or the suggestion ends with it),
+    #: ``"always"``, or ``"never"``
+    mid_line: MidLine = "closers"
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""
         _check(self.max_tokens >= 1, "maxTokens must be >= 1")
+        _check(self.max_prompt_tokens >= 16, "maxPromptTokens must be >= 16")
         _check(0.0 <= self.temperature <= 2.0, "temperature must be in [0, 2]")
         for name in ("prefix_chars", "prefix_lines", "suffix_chars", "suffix_lines", "scope_chars"):
             _check(getattr(self, name) >= 1, f"{camel_case(name)} must be >= 1")
@@ -204,7 +214,7 @@ class Settings:
 
     #: base URL of the completion service; none turns completions off
     endpoint: str | None = None
-    provider: Provider = "openai"
+    provider: Provider = "auto"
     model: str = ""
     #: name of the environment variable that holds the API key
     api_key_env: str = "SCOPECACHE_API_KEY"

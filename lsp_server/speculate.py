@@ -3,9 +3,10 @@
 A reactive cache cannot answer the start of a new line: nobody has asked
 there yet. When a suggestion is shown at the end of a line, the state after
 accepting it is predictable: the line completed, Enter pressed, the editor's
-auto-indent (``next_line_indent``: one step in after a block opener ``:`` or
-an opening bracket left at the end of the line, one step out after
-``return``/``pass``/``raise``/``break``/``continue``, else the same). The
+auto-indent (``lsp_server.languages.indentation.next_line_indent``, by the
+document's language and its own indentation step: one step in after a block
+opener or an opening bracket left at the end of the line, one step out after
+a block-ending statement such as Python's ``return``, else the same). The
 prefetcher builds that state on a fork of the document (incremental parse of
 one edit on a copied tree), derives its syntax context, and asks upstream for
 it in the background, so that when the user accepts (or types the suggestion
@@ -21,7 +22,6 @@ stream is cancelled as soon as the user's typing leaves the predicted line.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -29,6 +29,8 @@ from collections.abc import Callable
 from lsprotocol import types
 
 from lsp_server.documents import Document
+from lsp_server.languages import LanguageSpec
+from lsp_server.languages.indentation import next_line_indent
 from lsp_server.pipeline import CompletionPipeline
 from lsp_server.positions import character_column, encode_text
 from lsp_server.settings import SpeculativeSettings
@@ -36,39 +38,20 @@ from lsp_server.syntax import SyntaxContext
 
 logger = logging.getLogger(__name__)
 
-#: the editor's indentation step after a block opener (Python)
-INDENT = "    "
-#: a line ending with one of these opens a block (``:``) or a bracket left
-#: unclosed (continuation indent): the next line is indented one step
-INDENT_AFTER = (":", "(", "[", "{")
-#: a statement that ends its block: the next line is dedented one step
-DEDENT_AFTER = re.compile(r"(return|pass|raise|break|continue)\b")
 #: seconds without speculation after the service said "slow down"
 OVERLOAD_PAUSE = 30.0
 
 ContextAt = Callable[[Document, types.Position], SyntaxContext]
 
 
-def next_line_indent(line: str) -> str:
-    """The indentation an auto-indenting editor gives the line after ``line``.
-
-    The rule editors (and ``trace synth``) apply to Python: one ``INDENT``
-    deeper after a line ending with ``:`` or an opening bracket, one
-    shallower after a line starting with a block-ending statement
-    (``DEDENT_AFTER``), otherwise the same indentation.
-    """
-    indent = line[: len(line) - len(line.lstrip())]
-    body = line.strip()
-    if body.endswith(INDENT_AFTER):
-        return indent + INDENT
-    if DEDENT_AFTER.match(body):
-        return indent[: max(0, len(indent) - len(INDENT))]
-    return indent
-
-
-def after_accept(line_prefix: str, suggestion: str) -> tuple[str, str]:
+def after_accept(
+    line_prefix: str,
+    suggestion: str,
+    spec: LanguageSpec | None = None,
+    unit: str | None = None,
+) -> tuple[str, str]:
     """The inserted text for "accept, then Enter", and the new line's indentation."""
-    indent = next_line_indent((line_prefix + suggestion).split("\n")[-1])
+    indent = next_line_indent((line_prefix + suggestion).split("\n")[-1], spec, unit)
     return suggestion + "\n" + indent, indent
 
 
@@ -156,7 +139,8 @@ class SpeculativePrefetcher:
             self.skipped += 1
             return False
         self._last[doc.uri] = predicted
-        inserted, indent = after_accept(ctx.line_prefix, suggestion)
+        unit = doc.indent_unit(ctx.line)
+        inserted, indent = after_accept(ctx.line_prefix, suggestion, doc.spec, unit)
         cursor = types.Position(line=ctx.line, character=ctx.character)
         fork = doc.fork()
         fork.apply_changes(

@@ -35,6 +35,8 @@ class ServerStats:
 
     window: int = DEFAULT_WINDOW
     requests: int = 0
+    #: requests by the document's language (its canonical languageId)
+    requests_by_language: Counter[str] = field(default_factory=Counter)
     served: Counter[str] = field(default_factory=Counter)
     empty: int = 0
     errors: int = 0
@@ -47,6 +49,8 @@ class ServerStats:
     #: suggestions served from those answers
     speculative_l2_served: int = 0
     rejected_stale: int = 0
+    #: suggestions not shown because of text after the cursor (``completion.midLine``)
+    mid_line_suppressed: int = 0
     accepted: int = 0
     keystrokes: int = 0
     _latency: dict[str, deque[float]] = field(default_factory=dict)
@@ -99,6 +103,7 @@ class ServerStats:
                 "served": self.speculative_l2_served,
             },
             "rejectedStale": self.rejected_stale,
+            "midLineSuppressed": self.mid_line_suppressed,
             "accepted": self.accepted,
             "keystrokes": self.keystrokes,
             "latencyMs": {

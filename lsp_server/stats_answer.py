@@ -42,6 +42,16 @@ def stats_answer(ls: ScopecacheServer) -> dict[str, Any]:
         "ttftMsP50": counters.ttft_ms_p50 if counters else 0.0,
         "ttftMsP95": counters.ttft_ms_p95 if counters else 0.0,
     }
+    snapshot["provider"] = (
+        ls.backend.service() if ls.backend is not None else {}
+    ) or {"configured": ls.settings.provider, "detected": None, "path": None}
+    snapshot["tokens"] = {
+        "prompt": counters.prompt_tokens if counters else 0,
+        "evaluated": counters.evaluated_tokens if counters else 0,
+        "cached": counters.cached_tokens if counters else 0,
+        "generated": counters.generated_tokens if counters else 0,
+        "answers": counters.usage_reports if counters else 0,
+    }
     if ls.l2_link.store is not None:
         snapshot["l2"] = ls.l2_link.store.stats()
     snapshot["inflight"] = len(ls.inflight)
@@ -49,6 +59,7 @@ def stats_answer(ls: ScopecacheServer) -> dict[str, Any]:
     snapshot["upstreamCompleted"] = ls.inflight.completed_upstream
     snapshot["wastedChars"] = ls.inflight.wasted_chars
     snapshot["documents"] = len(ls.documents)
+    snapshot["languages"] = language_stats(ls)
     snapshot["problems"] = ls.notifier.active()
     snapshot["pool"] = pool_state(ls.backend, ls.settings.transport.max_connections)
     snapshot["metrics"] = ls.metrics.snapshot()
@@ -58,3 +69,19 @@ def stats_answer(ls: ScopecacheServer) -> dict[str, Any]:
     if ls.metrics_endpoint is not None:
         snapshot["metricsUrl"] = ls.metrics_endpoint.url
     return snapshot
+
+
+def language_stats(ls: ScopecacheServer) -> dict[str, dict[str, int]]:
+    """Per language: open documents, requests, and open documents parsed vs text-only."""
+    out: dict[str, dict[str, int]] = {}
+
+    def entry(language: str) -> dict[str, int]:
+        return out.setdefault(language, {"documents": 0, "requests": 0, "parsed": 0, "text": 0})
+
+    for doc in ls.documents:
+        row = entry(doc.language)
+        row["documents"] += 1
+        row["parsed" if doc.tree is not None else "text"] += 1
+    for language, count in ls.stats.requests_by_language.items():
+        entry(language)["requests"] = count
+    return dict(sorted(out.items()))

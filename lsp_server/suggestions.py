@@ -84,6 +84,7 @@ async def suggest(
     typed (rather than the user invoking completion): it feeds the hybrid
     policy's context weight. ``method`` is ``inline`` or ``list``.
     """
+    ls.retry_configuration()
     doc = _completable(ls, uri)
     if doc is None:
         ls.stats.requests += 1

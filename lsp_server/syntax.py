@@ -12,6 +12,8 @@ Rules, chosen to stay stable while the user types incomplete code:
 * **Scopes**: the anchor's ancestors whose type the language lists as scopes,
   outermost first; the root is always the first. ``scope_depth`` counts the
   scopes below the root (module level is 0).
+* **Closing tokens** (the other languages): a scope whose closing token
+  (``}``, ``end``) is the anchor is closed: the cursor after it is outside.
 * **Indentation** (languages with ``indent_scoped``, i.e. Python): when only
   whitespace precedes the cursor on its line, a block or scope whose header
   starts at or right of the cursor's column is closed: it becomes the node,
@@ -24,8 +26,10 @@ Rules, chosen to stay stable while the user types incomplete code:
 * **Windows**: ``scope_prefix`` runs from the start of the enclosing scope to
   the cursor (last ``scope_chars`` characters); ``suffix`` runs from the
   cursor for ``suffix_lines``/``suffix_chars`` but never past the end of the
-  enclosing scope, so an edit outside the scope changes neither; ``prefix``
-  may reach outside the scope.
+  enclosing scope, so an edit outside the scope changes neither (while the
+  user types on one line, the end found first holds: see
+  ``lsp_server.line_context.suffix_bound``); ``prefix`` may reach outside the
+  scope.
 * Without a tree (no grammar, too large, binary) the context is text only:
   depth 0, node and parent ``"text"``, and the scope is the prefix window.
 """
@@ -41,7 +45,7 @@ from tree_sitter import Node
 from lsp_server.block_opener import block_opener, text_block_opener
 from lsp_server.documents import Document
 from lsp_server.languages import LanguageSpec
-from lsp_server.line_context import line_context
+from lsp_server.line_context import line_context, suffix_bound
 from lsp_server.positions import TextBuffer
 from lsp_server.settings import CompletionSettings
 from lsp_server.syntax_reads import ERROR_NODE, head_text, node_path, tail_text
@@ -149,24 +153,24 @@ def syntax_context(
     path = node_path(tree, anchor) if anchor is not None else [tree.root_node]
     opener = block_opener(tree, spec, buf, path, anchor, line_start, line_suffix, at_line_start)
     closed: Node | None = None
-    if spec.indent_scoped and at_line_start and anchor is not None and anchor < line_start:
-        path, closed = _close_by_indent(buf, spec, path, off - line_start)
-        # the block the previous line opened is closed again at this indentation
-        opener = opener and closed is None
+    if spec.indent_scoped:
+        if at_line_start and anchor is not None and anchor < line_start:
+            path, closed = _close_by_indent(buf, spec, path, off - line_start)
+            # the block the previous line opened is closed again at this indentation
+            opener = opener and closed is None
+    elif anchor is not None:
+        path, closed = _close_by_token(spec, path, anchor)
     named = [n for n in path if n.is_named]
     node = closed if closed is not None else named[-1]
     parents = [n for n in named if n != node and n.type != ERROR_NODE]
-    scopes = (
-        [n for n in path[:-1] if n.type in spec.scope_types]
-        if closed
-        else [n for n in path if n.type in spec.scope_types]
-    )
+    scopes = spec.scopes_on(path[:-1] if closed else path)
     root = tree.root_node
     if not scopes or scopes[0] != root:
         scopes.insert(0, root)
     scope = scopes[-1]
     scope_start = 0 if scope == root else scope.start_byte
     scope_end = len(data) if scope == root else scope.end_byte
+    bound = suffix_bound(doc, spec, line_start, line_end, scope_end, 4 * scope_chars)
     return SyntaxContext(
         language=doc.language,
         line=line,
@@ -184,7 +188,7 @@ def syntax_context(
         preceding_lines=preceding,
         line_context=line_context(doc, tree, spec, line_start, scope_chars),
         prefix=prefix,
-        suffix=head_text(data, off, min(suffix_end, max(off, scope_end)), suffix_chars),
+        suffix=head_text(data, off, min(suffix_end, max(off, bound)), suffix_chars),
         at_line_start=at_line_start,
         block_opener=opener,
         parsed=True,
@@ -207,12 +211,35 @@ def completion_context(
     )
 
 
+def _close_by_token(
+    spec: LanguageSpec, path: list[Node], anchor: int
+) -> tuple[list[Node], Node | None]:
+    """Cut ``path`` at the outermost scope whose closing token is the anchor.
+
+    The cursor is past a ``}`` or ``end`` that ends a function: it is outside
+    it. A closer tree-sitter only inserted (``MISSING``, while the user types
+    the body) does not close anything.
+    """
+    for i, node in enumerate(path[1:], start=1):
+        if node.end_byte != anchor + 1 or not spec.is_scope(node, path[i - 1]):
+            continue
+        last = node
+        while last.child_count:
+            child = last.child(last.child_count - 1)
+            if child is None:
+                break
+            last = child
+        if not last.is_missing and last.type in spec.closers:
+            return path[: i + 1], node
+    return path, None
+
+
 def _close_by_indent(
     buf: TextBuffer, spec: LanguageSpec, path: list[Node], column: int
 ) -> tuple[list[Node], Node | None]:
     """Cut ``path`` at the outermost block whose header is not left of ``column``."""
     for i, node in enumerate(path[1:], start=1):
-        if node.type not in spec.block_types and node.type not in spec.scope_types:
+        if node.type not in spec.block_types and not spec.is_scope(node, path[i - 1]):
             continue
         start = node.start_byte
         if start - buf.line_start(buf.line_of(start)) >= column:

@@ -16,7 +16,10 @@ statements held back and added later from further down the file, a local
 variable written under another name and renamed when its function is done,
 undo/redo bursts, and files that open partly written. Files open empty (or
 with that pre-filled part). Positions are UTF-16; line endings are
-normalized to LF. Every session is replayed before it is returned: the
+normalized to LF. Each file opens with the languageId its extension
+names (``plaintext`` when no grammar is registered for it), and the editor's
+auto-indent follows that language's rules with the file's own indentation
+step. Every session is replayed before it is returned: the
 changes must reproduce each final text exactly, or ``SynthesisError``.
 
 The plan is made up front by ``synth_plan``; ``synth_typist`` turns it into
@@ -32,6 +35,8 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
+from lsp_server.languages import default_registry
+from lsp_server.languages.indentation import TEXT_INDENT, indent_unit
 from lsp_server.synth_plan import FileDraft, plan_file
 from lsp_server.synth_typist import Typist
 from lsp_server.trace import CloseEvent, CompleteEvent, Trace, TraceHeader
@@ -49,7 +54,21 @@ def synthesize(texts: Mapping[str, str], *, seed: int = 0, nonlinear: float = 0.
     """A session writing ``texts`` (URI -> final text); self-checked by replaying it."""
     rng = random.Random(seed)
     finals = {uri: text.replace("\r\n", "\n") for uri, text in texts.items()}
-    files = [FileDraft(uri=uri, final=text.split("\n")) for uri, text in finals.items()]
+    registry = default_registry()
+    files = []
+    for uri, text in finals.items():
+        spec = registry.for_uri(uri)
+        lines = text.split("\n")
+        default = spec.indent if spec is not None else TEXT_INDENT
+        files.append(
+            FileDraft(
+                uri=uri,
+                final=lines,
+                spec=spec,
+                language_id=registry.language_id_for(uri),
+                unit=indent_unit(lines, default),
+            )
+        )
     for f in files:
         plan_file(f, rng, max(0.0, min(1.0, nonlinear)))
     events = Typist(files, rng, nonlinear).run()
@@ -82,8 +101,13 @@ def _self_check(trace: Trace) -> None:
 
 def sample_files() -> list[Path]:
     """The sample Python files shipped in the package (for the demo and tests)."""
+    return [p for p in language_samples() if p.suffix == ".py"]
+
+
+def language_samples() -> list[Path]:
+    """Every sample file shipped in the package: Python and one or more per other language."""
     folder = resources.files("lsp_server") / "samples"
-    return sorted(Path(str(p)) for p in folder.iterdir() if p.name.endswith(".py"))
+    return sorted(Path(str(p)) for p in folder.iterdir() if p.is_file())
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,7 +15,9 @@ import random
 import re
 from dataclasses import dataclass, field
 
-INDENT = "    "
+from lsp_server.languages import LanguageSpec
+from lsp_server.languages.indentation import TEXT_INDENT
+
 OPENERS = (":", "(", "[", "{")
 _ASSIGNED = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(?::[^=]*)?=[^=]")
 
@@ -26,6 +28,11 @@ class FileDraft:
 
     uri: str
     final: list[str]
+    #: the file's language (None: a text-only file) and the languageId it opens with
+    spec: LanguageSpec | None = None
+    language_id: str = "plaintext"
+    #: the file's indentation step (the editor's auto-indent uses it)
+    unit: str = TEXT_INDENT
     written: list[int] = field(default_factory=list)
     text: dict[int, str] = field(default_factory=dict)
     variant: dict[int, str] = field(default_factory=dict)
@@ -67,7 +74,7 @@ def plan_file(f: FileDraft, rng: random.Random, nonlinear: float) -> None:
         for i in range(1, n - 1):
             s, prev = lines[i], lines[i - 1].rstrip()
             balanced = sum(s.count(c) for c in "([{") == sum(s.count(c) for c in ")]}")
-            simple = s.startswith(INDENT) and s.strip() and balanced and s.lstrip()[0] not in ")]}"
+            simple = s.startswith(f.unit) and s.strip() and balanced and s.lstrip()[0] not in ")]}"
             if simple and not s.rstrip().endswith((*OPENERS, ",", "\\")) and prev.strip():
                 if not prev.endswith((*OPENERS, ",", "\\")) and rng.random() < 0.04 * nonlinear:
                     f.deferred.add(i)

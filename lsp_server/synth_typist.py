@@ -15,7 +15,8 @@ import math
 import random
 import re
 
-from lsp_server.synth_plan import INDENT, OPENERS, FileDraft, indent_of
+from lsp_server.languages.indentation import next_line_indent
+from lsp_server.synth_plan import FileDraft, indent_of
 from lsp_server.trace import (
     ChangeEvent,
     CloseEvent,
@@ -28,16 +29,10 @@ from lsp_server.trace import (
     utf16_len,
 )
 
-_DEDENT_AFTER = re.compile(r"(return|pass|raise|break|continue)\b")
 
-
-def _auto_indent(prev: str) -> str:
-    ws, body = indent_of(prev), prev.strip()
-    if body.endswith(OPENERS):
-        return ws + INDENT
-    if _DEDENT_AFTER.match(body):
-        return ws[: max(0, len(ws) - len(INDENT))]
-    return ws
+def _auto_indent(f: FileDraft, prev: str) -> str:
+    """What the editor indents a new line with: the language's rule, the file's step."""
+    return next_line_indent(prev, f.spec, f.unit)
 
 
 class Typist:
@@ -98,7 +93,7 @@ class Typist:
             ws = ""
         else:
             prev = f.written[r - 1]
-            ws = _auto_indent(f.text[prev])
+            ws = _auto_indent(f, f.text[prev])
             start = 0 if f.trim == prev else len(f.text[prev])
             self._replace(f, prev, start, "\n" + ws)
             f.text[prev] = f.text[prev][: -len(ws) - 1]
@@ -120,10 +115,10 @@ class Typist:
             cur = f.text[i]
             self._pause(0.1, 0.3, 0.04, 0.5)
             if want.startswith(cur):
-                step = want[len(cur) : len(cur) + len(INDENT)]
+                step = want[len(cur) : len(cur) + len(f.unit)]
                 self._replace(f, i, len(cur), step)
             elif cur.startswith(want):
-                keep = max(len(want), (len(cur) - 1) // len(INDENT) * len(INDENT))
+                keep = max(len(want), (len(cur) - 1) // len(f.unit) * len(f.unit))
                 self._replace(f, i, keep, "")
             else:
                 self._replace(f, i, 0, "")
@@ -244,7 +239,9 @@ class Typist:
             if not f.opened:
                 f.opened = True
                 self.t += 0.3
-                self.events.append(OpenEvent(t=self.t, uri=f.uri, text=f.initial))
+                self.events.append(
+                    OpenEvent(t=self.t, uri=f.uri, language_id=f.language_id, text=f.initial)
+                )
             for _ in range(self.rng.randint(6, 30)):
                 self._step(f)
                 if f.done:

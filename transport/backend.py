@@ -16,6 +16,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_MAX_TOKENS = 64
 DEFAULT_TEMPERATURE = 0.0
@@ -58,6 +59,14 @@ class TransportCounters:
     #: time to first text chunk over recent upstream requests, in milliseconds
     ttft_ms_p50: float = 0.0
     ttft_ms_p95: float = 0.0
+    #: prompt tokens the service read, evaluated, and reused from its KV cache,
+    #: and tokens it generated, as its answers reported them
+    prompt_tokens: int = 0
+    evaluated_tokens: int = 0
+    cached_tokens: int = 0
+    generated_tokens: int = 0
+    #: answers that reported token numbers
+    usage_reports: int = 0
 
 
 class CompletionBackend(ABC):
@@ -82,6 +91,10 @@ class CompletionBackend(ABC):
     def counters(self) -> TransportCounters:
         """Counters for stats; backends without a network report zeros."""
         return TransportCounters()
+
+    def service(self) -> dict[str, Any]:
+        """Which service was identified and which path is used (for stats and diagnose)."""
+        return {}
 
 
 Answer = Callable[[CompletionRequest], str]

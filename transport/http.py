@@ -8,6 +8,13 @@ yields text chunks; closing the iterator early (or cancelling the task that
 iterates it) closes the response, which resets the HTTP/2 stream
 (RST_STREAM) and keeps the connection for the next request.
 
+With ``provider = "auto"`` (and for ``llamacpp``, whose limits it learns)
+``start()`` identifies the service once (``transport.service_detect``) on
+the connection it opens anyway, and switches to that service's best
+fill-in-the-middle path; the choice is logged once. A service that could not
+be reached is asked again, at most every ``REDETECT_SECONDS``, by the next
+completion; until then the OpenAI path is used.
+
 Retries, the circuit breaker and Retry-After follow ``transport.resilience``.
 Every failure leaves as a ``transport.errors.TransportError`` before the
 stream finishes, so a caller that stores only completed streams never
@@ -35,15 +42,24 @@ from transport.dns import DnsPrefetcher
 from transport.network import PinnedResolverBackend, is_ip_literal, tls_context
 from transport.options import EndpointOptions
 from transport.pool import ConnectionWarmer, PinnedTransport
-from transport.providers import decode_lines, parse_json, provider_for
+from transport.providers import (
+    LlamaCppProvider,
+    TokenUsage,
+    decode_lines,
+    parse_json,
+    provider_for,
+)
 from transport.resilience import Backoff, CircuitBreaker, SecretRedactor
 from transport.response import drain, is_json, raise_for_status, read_body
+from transport.service_detect import ServiceProfile, detect_service
 
 logger = logging.getLogger(__name__)
 
 USER_AGENT = "scopecache/0.1"
 #: an answer must finish within this many read timeouts, however it trickles
 DEADLINE_READ_TIMEOUTS = 2.0
+#: a service that was down at identification is asked again after this long
+REDETECT_SECONDS = 5.0
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -65,6 +81,15 @@ class HttpCompletionBackend(CompletionBackend):
         options.validate()
         self.options = options
         self._provider = provider_for(options)
+        self._provider.on_usage = self._count_usage
+        #: what identification learnt (None: not identified, or not asked)
+        self.profile: ServiceProfile | None = None
+        self._identify = options.provider in ("auto", "llamacpp")
+        self._identify_after = float("-inf")
+        self._identifying: asyncio.Future[None] | None = None
+        #: the credentials' start: identification waits for it (a service that
+        #: wants a key would count key-less questions as failed logins)
+        self._authing: asyncio.Future[None] | None = None
         self._dns = resolver if resolver is not None else DnsPrefetcher(options.nameservers)
         self._network: PinnedResolverBackend | None = None
         if transport is None:
@@ -121,8 +146,9 @@ class HttpCompletionBackend(CompletionBackend):
         for handler in logging.getLogger().handlers:
             handler.addFilter(self._redactor)
         # The token fetch and the connection set-up run side by side.
+        self._authing = asyncio.ensure_future(self._start_auth())
         self._warming = asyncio.ensure_future(self._start_network())
-        await asyncio.gather(self._start_auth(), self._warming)
+        await asyncio.gather(self._authing, self._warming)
 
     async def _start_auth(self) -> None:
         try:
@@ -137,8 +163,72 @@ class HttpCompletionBackend(CompletionBackend):
                 await self._dns.prefetch(host)
             except errors.DNSError as exc:
                 logger.warning("DNS prefetch failed: %s", exc)
-        await self._warmer.preconnect()
+        if self._identify:
+            await self._identify_service()
+        else:
+            await self._warmer.preconnect()
         self._warmer.start()
+
+    async def _identify_service(self) -> None:
+        """Ask the service what it is (this opens the connection too) and pick its path."""
+        if self._authing is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._authing)
+        headers: dict[str, str] = {}
+        with contextlib.suppress(errors.TransportError):
+            headers = await self._auth.header()
+        profile = await detect_service(self._client, self.options, headers)
+        if profile is None:
+            self._identify_after = self._clock() + REDETECT_SECONDS
+            if self.options.provider == "auto":
+                logger.warning(
+                    "could not identify the completion service at %s; using the OpenAI path "
+                    "until it answers (set provider to pin one)", self.options.origin)
+            return
+        self._identify = False
+        if self.options.provider == "llamacpp" and profile.kind != "llamacpp":
+            # Pinned: keep the configured path, learn no limits from another kind of server.
+            logger.info("provider llamacpp is pinned; %s does not look like llama.cpp (%s)",
+                        self.options.origin, profile.kind)
+            return
+        self.profile = profile
+        self._provider = provider_for(self.options, profile)
+        self._provider.on_usage = self._count_usage
+        self._warmer.probe_url = self._provider.probe_url
+        if self.options.provider == "auto":
+            template = f", FIM template {profile.fim_template}" if profile.fim_template else ""
+            logger.info("completion service at %s is %s: using %s%s",
+                        self.options.origin, profile.kind, profile.path, template)
+
+    async def _identify_again(self) -> None:
+        if not self._identify or self._clock() < self._identify_after:
+            return
+        if self._identifying is None or self._identifying.done():
+            self._identifying = asyncio.ensure_future(self._identify_service())
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(self._identifying), self.options.connect_timeout)
+
+    def _count_usage(self, usage: TokenUsage) -> None:
+        self._counters.usage_reports += 1
+        self._counters.prompt_tokens += usage.prompt
+        self._counters.evaluated_tokens += usage.evaluated
+        self._counters.cached_tokens += usage.cached
+        self._counters.generated_tokens += usage.generated
+
+    def service(self) -> dict[str, Any]:
+        """``configured`` provider, ``detected`` service and the completion ``path``."""
+        answer: dict[str, Any] = {"configured": self.options.provider}
+        if self.profile is not None:
+            answer.update(self.profile.to_json())
+        else:
+            answer["detected"] = None
+        if "path" not in answer or self.profile is None or self.profile.kind != self._provider.name:
+            url, _ = self._provider.build_request(CompletionRequest(prefix="", suffix=""))
+            answer["path"] = httpx.URL(url).path
+        if isinstance(self._provider, LlamaCppProvider):
+            answer["promptTokenLimit"] = self._provider.prompt_token_limit()
+            answer["promptsCutByServer"] = self._provider.prompts_cut
+        return answer
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
         """Stream the completion's text; see the module docstring for retries and errors."""
@@ -148,6 +238,8 @@ class HttpCompletionBackend(CompletionBackend):
             # Ride the connection being opened rather than racing it with another.
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(warming), self.options.connect_timeout)
+        elif self._identify:
+            await self._identify_again()
         outcome = "abandoned"
         try:
             self.breaker.before_request()
@@ -215,14 +307,19 @@ class HttpCompletionBackend(CompletionBackend):
             async with self._client.stream("POST", url, json=body, headers=headers) as response:
                 raise_for_status(response)
                 raw = response.aiter_raw()
+                provider = self._provider
+
+                def observe(usage: TokenUsage) -> None:
+                    provider.observe(body, usage)
+
                 if is_json(response):
-                    text = self._provider.parse_body(parse_json(await read_body(raw)))
+                    text = provider.parse_body(parse_json(await read_body(raw)), observe)
                     self._check_size(len(text))
                     if text:
                         yield text
                     return
                 lines = decode_lines(self._until(raw, deadline))
-                async with contextlib.aclosing(self._provider.parse_stream(lines)) as texts:
+                async with contextlib.aclosing(provider.parse_stream(lines, observe)) as texts:
                     async for text in texts:
                         total += len(text)
                         self._check_size(total)

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from transport.errors import ConfigurationError
 
-Provider = Literal["openai", "llamacpp", "ollama"]
+Provider = Literal["auto", "openai", "llamacpp", "ollama"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 #: ``"auto"``: negotiate over TLS, HTTP/1.1 on http://; ``True``: HTTP/2 only; ``False``: HTTP/1.1
@@ -26,7 +26,7 @@ PROVIDERS: tuple[str, ...] = get_args(Provider)
 FIM_TEMPLATES: tuple[str, ...] = get_args(FimTemplate)
 AUTH_KINDS: tuple[str, ...] = get_args(AuthKind)
 
-DEFAULT_PROVIDER: Provider = "openai"
+DEFAULT_PROVIDER: Provider = "auto"
 DEFAULT_API_KEY_ENV = "SCOPECACHE_API_KEY"
 DEFAULT_MAX_CONNECTIONS = 12
 DEFAULT_MAX_KEEPALIVE = 8
@@ -42,6 +42,10 @@ DEFAULT_TEMPERATURE = 0.0
 DEFAULT_PREFIX_CHARS = 4000
 DEFAULT_SUFFIX_CHARS = 1000
 DEFAULT_REFRESH_AT = 0.8
+#: llama-server's default batch size (``-b``): ``/infill`` cuts a longer prompt
+DEFAULT_MAX_PROMPT_TOKENS = 2048
+#: how long Ollama keeps the model loaded after a request
+DEFAULT_KEEP_ALIVE = "30m"
 #: consecutive failures that open the circuit breaker
 DEFAULT_BREAKER_THRESHOLD = 5
 #: seconds the breaker stays open before one probe request is let through
@@ -89,6 +93,10 @@ class EndpointOptions:
     #: side is shorter, the other may use the rest
     prefix_chars: int = DEFAULT_PREFIX_CHARS
     suffix_chars: int = DEFAULT_SUFFIX_CHARS
+    #: the prompt's token limit where the service does not say (llama.cpp's ``-b``)
+    max_prompt_tokens: int = DEFAULT_MAX_PROMPT_TOKENS
+    #: Ollama's ``keep_alive`` ("" = the service's default)
+    keep_alive: str = DEFAULT_KEEP_ALIVE
 
     # -- resilience
     breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD
@@ -138,6 +146,8 @@ class EndpointOptions:
             raise ConfigurationError("maxResponseChars and maxTokens must be >= 1")
         if self.prefix_chars < 0 or self.suffix_chars < 0:
             raise ConfigurationError("prompt budgets must be >= 0")
+        if self.max_prompt_tokens < 16:
+            raise ConfigurationError("completion.maxPromptTokens must be >= 16")
 
     @property
     def host(self) -> str:
@@ -176,6 +186,17 @@ class EndpointOptions:
     def base_url(self) -> str:
         """The endpoint without a trailing slash."""
         return self.endpoint.rstrip("/")
+
+    @property
+    def openai_base(self) -> str:
+        """Where OpenAI paths hang: the endpoint, or ``{origin}/v1`` when it has no path.
+
+        So ``http://host:8080`` and ``http://host:8080/v1`` both reach
+        ``/v1/completions``.
+        """
+        if urlsplit(self.endpoint).path.strip("/"):
+            return self.base_url
+        return f"{self.origin}/v1"
 
     def replace(self, **changes: object) -> EndpointOptions:
         """A copy with some fields changed."""

@@ -218,7 +218,8 @@ class ConnectionWarmer:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
-        self._probe_url = probe_url
+        #: the cheap GET; changes when the service is identified
+        self.probe_url = probe_url
         self._keep_warm = keep_warm_seconds
         self._active_window = active_window
         self._clock = clock
@@ -233,7 +234,7 @@ class ConnectionWarmer:
     async def preconnect(self) -> bool:
         """Open the connection now with one cheap GET; any HTTP status will do."""
         try:
-            response = await self._client.get(self._probe_url)
+            response = await self._client.get(self.probe_url)
             await response.aclose()
         except errors.TransportError as exc:
             logger.info("pre-connect to %s failed: %s", self._client.base_url.host, exc)

@@ -9,6 +9,15 @@ answer. Implementations: ``openai`` (``POST {endpoint}/completions``, SSE,
 a final ``stop: true``) and ``ollama`` (``POST {origin}/api/generate``,
 NDJSON with a final ``done: true``).
 
+Each provider also reads the token numbers the service reports in its
+last event (llama.cpp's ``timings``, ``tokens_cached`` and
+``tokens_evaluated``; OpenAI's ``usage`` with
+``prompt_tokens_details.cached_tokens``; Ollama's ``prompt_eval_count`` and
+``eval_count``) and hands them to ``on_usage`` as a ``TokenUsage``.
+``llamacpp`` keeps the prompt within the server's token limit (``/infill``
+cuts a longer one without saying so): the context the service reported, or
+``maxPromptTokens``, at the characters per token it measured.
+
 Every malformed answer, and a stream that ends without its end marker (a
 truncated answer must not be cached), raises ``UpstreamProtocolError``.
 """
@@ -17,14 +26,19 @@ from __future__ import annotations
 
 import codecs
 import json
+import logging
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from transport.backend import CompletionRequest
 from transport.errors import ConfigurationError, UpstreamProtocolError
 from transport.options import EndpointOptions
 from transport.prompt import FIM_TEMPLATES, fit_prompt, render_fim
+from transport.service_detect import ServiceProfile
+
+logger = logging.getLogger(__name__)
 
 #: a single line longer than this is not a sane completion chunk
 MAX_LINE_CHARS = 1 << 20
@@ -92,13 +106,106 @@ def _text_field(obj: Any, key: str) -> str:
     return value
 
 
+@dataclass(frozen=True, kw_only=True)
+class TokenUsage:
+    """The token numbers one answer reported (0 where the service says nothing)."""
+
+    #: prompt tokens the service read
+    prompt: int = 0
+    #: of those, the ones it had to evaluate
+    evaluated: int = 0
+    #: of those, the ones it reused from its KV cache
+    cached: int = 0
+    #: tokens it generated
+    generated: int = 0
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def llamacpp_usage(chunk: dict[str, Any]) -> TokenUsage | None:
+    """``timings`` (``prompt_n``, ``cache_n``, ``predicted_n``) and ``tokens_evaluated``."""
+    timings = chunk.get("timings")
+    if not isinstance(timings, dict):
+        return None
+    evaluated = _count(timings.get("prompt_n"))
+    cached = _count(timings.get("cache_n"))
+    prompt = _count(chunk.get("tokens_evaluated")) or evaluated + cached
+    generated = _count(timings.get("predicted_n")) or _count(chunk.get("tokens_predicted"))
+    return TokenUsage(prompt=prompt, evaluated=evaluated, cached=cached, generated=generated)
+
+
+def openai_usage(chunk: dict[str, Any]) -> TokenUsage | None:
+    """``usage`` (with ``prompt_tokens_details.cached_tokens``), or llama.cpp's ``timings``."""
+    if isinstance(chunk.get("timings"), dict):
+        from_timings = llamacpp_usage(chunk)
+        usage = chunk.get("usage")
+        if from_timings is not None and isinstance(usage, dict):
+            prompt = _count(usage.get("prompt_tokens")) or from_timings.prompt
+            return TokenUsage(prompt=prompt, evaluated=from_timings.evaluated,
+                              cached=from_timings.cached, generated=from_timings.generated)
+        return from_timings
+    usage = chunk.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    prompt = _count(usage.get("prompt_tokens"))
+    details = usage.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    return TokenUsage(prompt=prompt, evaluated=max(0, prompt - cached), cached=cached,
+                      generated=_count(usage.get("completion_tokens")))
+
+
+def ollama_usage(chunk: dict[str, Any]) -> TokenUsage | None:
+    """``prompt_eval_count`` (tokens evaluated) and ``eval_count`` of the ``done`` object."""
+    if "prompt_eval_count" not in chunk and "eval_count" not in chunk:
+        return None
+    evaluated = _count(chunk.get("prompt_eval_count"))
+    return TokenUsage(prompt=evaluated, evaluated=evaluated,
+                      generated=_count(chunk.get("eval_count")))
+
+
+UsageSink = Callable[[TokenUsage], None]
+
+
 class Provider(ABC):
     """One service's wire format."""
 
     name = ""
 
-    def __init__(self, options: EndpointOptions) -> None:
+    def __init__(self, options: EndpointOptions, profile: ServiceProfile | None = None) -> None:
         self.options = options
+        #: what identification learnt about the service (None: not identified)
+        self.profile = profile
+        #: receives the token numbers of every answer that reports them
+        self.on_usage: UsageSink | None = None
+
+    def report(self, usage: TokenUsage | None, sink: UsageSink | None = None) -> None:
+        """Hand an answer's token numbers to ``on_usage`` and to this answer's ``sink``."""
+        if usage is None:
+            return
+        if self.on_usage is not None:
+            self.on_usage(usage)
+        if sink is not None:
+            sink(usage)
+
+    def observe(self, body: dict[str, Any], usage: TokenUsage) -> None:
+        """Learn from what the service reported for the request ``body`` (default: nothing)."""
+        return None
+
+    @property
+    def fim_template(self) -> str:
+        """The configured FIM template, else the one chosen from the model's name."""
+        if self.options.fim_template:
+            return self.options.fim_template
+        return self.profile.fim_template if self.profile is not None else ""
+
+    @property
+    def model(self) -> str:
+        """The configured model, else the one the service reported."""
+        if self.options.model:
+            return self.options.model
+        return self.profile.model if self.profile is not None else ""
 
     def prompt(self, request: CompletionRequest) -> tuple[str, str]:
         """The request's prefix and suffix fitted to the configured budget."""
@@ -108,7 +215,7 @@ class Provider(ABC):
 
     def stop(self, request: CompletionRequest) -> list[str]:
         """Stop sequences: the request's, the configured ones, the template's."""
-        extra = FIM_TEMPLATES[self.options.fim_template].stop if self.options.fim_template else ()
+        extra = FIM_TEMPLATES[self.fim_template].stop if self.fim_template else ()
         return list(dict.fromkeys((*request.stop, *self.options.stop, *extra)))
 
     @property
@@ -121,12 +228,14 @@ class Provider(ABC):
         """The URL to POST to and the JSON body."""
 
     @abstractmethod
-    def parse_stream(self, lines: AsyncIterable[str]) -> AsyncGenerator[str, None]:
-        """Completion text chunks from a streamed answer's lines."""
+    def parse_stream(
+        self, lines: AsyncIterable[str], sink: UsageSink | None = None
+    ) -> AsyncGenerator[str, None]:
+        """Completion text chunks from a streamed answer's lines; its token numbers to ``sink``."""
 
     @abstractmethod
-    def parse_body(self, body: Any) -> str:
-        """The completion text of a non-streamed JSON answer."""
+    def parse_body(self, body: Any, sink: UsageSink | None = None) -> str:
+        """The completion text of a non-streamed JSON answer; its token numbers to ``sink``."""
 
 
 class OpenAIProvider(Provider):
@@ -137,35 +246,41 @@ class OpenAIProvider(Provider):
     @property
     def probe_url(self) -> str:
         """``GET {endpoint}/models`` (a 401 or 404 still opens the connection)."""
-        return f"{self.options.base_url}/models"
+        return f"{self.options.openai_base}/models"
 
     def build_request(self, request: CompletionRequest) -> tuple[str, dict[str, Any]]:
-        """POST {endpoint}/completions."""
+        """POST {endpoint}/completions (``{origin}/v1/completions`` for a bare origin)."""
         prefix, suffix = self.prompt(request)
         body: dict[str, Any] = {
-            "model": self.options.model,
+            "model": self.model,
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "stream": True,
+            # the token numbers in the last chunk (vLLM, OpenAI; llama.cpp sends them anyway)
+            "stream_options": {"include_usage": True},
         }
-        if self.options.fim_template:
-            body["prompt"] = render_fim(self.options.fim_template, prefix, suffix)
+        if self.fim_template:
+            body["prompt"] = render_fim(self.fim_template, prefix, suffix)
         else:
             body["prompt"] = prefix
             body["suffix"] = suffix
         stop = self.stop(request)
         if stop:
             body["stop"] = stop
-        return f"{self.options.base_url}/completions", body
+        return f"{self.options.openai_base}/completions", body
 
-    def parse_body(self, body: Any) -> str:
+    def parse_body(self, body: Any, sink: UsageSink | None = None) -> str:
         """``choices[0].text``."""
+        if isinstance(body, dict):
+            self.report(openai_usage(body), sink)
         choices = body.get("choices") if isinstance(body, dict) else None
         if not isinstance(choices, list):
             raise UpstreamProtocolError("answer has no choices")
         return "".join(_text_field(choice, "text") for choice in choices[:1])
 
-    async def parse_stream(self, lines: AsyncIterable[str]) -> AsyncGenerator[str, None]:
+    async def parse_stream(
+        self, lines: AsyncIterable[str], sink: UsageSink | None = None
+    ) -> AsyncGenerator[str, None]:
         """SSE chunks until ``[DONE]`` (or a chunk with a finish reason)."""
         finished = False
         async for data in sse_events(lines):
@@ -173,6 +288,10 @@ class OpenAIProvider(Provider):
                 return
             chunk = parse_json(data)
             choices = chunk.get("choices") if isinstance(chunk, dict) else None
+            if isinstance(chunk, dict) and ("usage" in chunk or "timings" in chunk):
+                self.report(openai_usage(chunk), sink)
+            if choices == [] and isinstance(chunk.get("usage"), dict):
+                continue  # the usage-only chunk of stream_options.include_usage
             if not isinstance(choices, list):
                 raise UpstreamProtocolError("answer chunk has no choices")
             for choice in choices[:1]:
@@ -188,6 +307,79 @@ class LlamaCppProvider(Provider):
     """llama.cpp server's ``/infill``."""
 
     name = "llamacpp"
+
+    #: characters per token assumed until the service measured its tokenizer
+    FALLBACK_CHARS_PER_TOKEN = 2.5
+    #: share of the token limit the prompt may use (the FIM tokens and BOS need room)
+    HEADROOM = 0.9
+    #: a prompt read as fewer than this share of the tokens it should take was cut
+    CUT_RATIO = 0.6
+
+    def __init__(self, options: EndpointOptions, profile: ServiceProfile | None = None) -> None:
+        super().__init__(options, profile)
+        #: the token limit learnt from a prompt the server cut (0: none seen)
+        self.learned_limit = 0
+        #: prompts the server read only part of
+        self.prompts_cut = 0
+
+    def prompt_token_limit(self) -> int:
+        """Tokens the prompt may have: ``maxPromptTokens``, and the slot's context less the answer.
+
+        ``/infill`` keeps at most the batch size (``-b``) of prompt tokens and
+        drops the rest without saying so; ``/props`` tells the context but not
+        the batch size, so that comes from ``completion.maxPromptTokens``.
+        """
+        limit = self.options.max_prompt_tokens
+        context = self.profile.context_tokens if self.profile is not None else 0
+        if context:
+            limit = min(limit, max(16, context - self.options.max_tokens))
+        if self.learned_limit:
+            limit = min(limit, self.learned_limit)
+        return limit
+
+    def expected_tokens(self, body: dict[str, Any]) -> int:
+        """About how many tokens the prompt of ``body`` takes, at the measured rate."""
+        sent = len(body.get("input_prefix", "")) + len(body.get("input_suffix", ""))
+        return int(sent / self.chars_per_token())
+
+    def observe(self, body: dict[str, Any], usage: TokenUsage) -> None:
+        """Notice a prompt the server cut, and keep the next ones within what it kept.
+
+        The server reports the prompt tokens it read; far fewer than the text
+        sent should take means it cut the prompt at its batch size.
+        """
+        expected = self.expected_tokens(body)
+        if usage.prompt <= 0 or expected < 64 or usage.prompt >= expected * self.CUT_RATIO:
+            return
+        self.prompts_cut += 1
+        learned = max(16, usage.prompt - 8)
+        if self.learned_limit and learned >= self.learned_limit:
+            return
+        self.learned_limit = learned
+        logger.warning(
+            "llama.cpp at %s read %d prompt tokens of about %d sent: it cuts prompts at its "
+            "batch size; prompts are now kept within %d tokens (start llama-server with a "
+            "larger -b, or set completion.maxPromptTokens)",
+            self.options.origin, usage.prompt, int(expected), learned)
+
+    def chars_per_token(self) -> float:
+        """The tokenizer's characters per token, as measured at identification."""
+        measured = self.profile.chars_per_token if self.profile is not None else 0.0
+        return measured or self.FALLBACK_CHARS_PER_TOKEN
+
+    def prompt(self, request: CompletionRequest) -> tuple[str, str]:
+        """Prefix and suffix within the character budget and the server's token limit.
+
+        llama.cpp gives the prefix up to three quarters of the batch and the
+        suffix the rest; the split here is the same, so neither side is cut.
+        """
+        budget = int(self.prompt_token_limit() * self.HEADROOM * self.chars_per_token())
+        prefix_chars = min(self.options.prefix_chars, budget * 3 // 4)
+        suffix_chars = min(self.options.suffix_chars, budget - prefix_chars)
+        if len(request.suffix) < suffix_chars:
+            # the suffix is short: the prefix may have what it leaves, up to its own setting
+            prefix_chars = min(self.options.prefix_chars, budget - len(request.suffix))
+        return fit_prompt(request.prefix, request.suffix, prefix_chars, suffix_chars)
 
     def build_request(self, request: CompletionRequest) -> tuple[str, dict[str, Any]]:
         """POST {origin}/infill."""
@@ -205,11 +397,15 @@ class LlamaCppProvider(Provider):
             body["stop"] = stop
         return f"{self.options.origin}/infill", body
 
-    def parse_body(self, body: Any) -> str:
+    def parse_body(self, body: Any, sink: UsageSink | None = None) -> str:
         """``content``."""
+        if isinstance(body, dict):
+            self.report(llamacpp_usage(body), sink)
         return _text_field(body, "content")
 
-    async def parse_stream(self, lines: AsyncIterable[str]) -> AsyncGenerator[str, None]:
+    async def parse_stream(
+        self, lines: AsyncIterable[str], sink: UsageSink | None = None
+    ) -> AsyncGenerator[str, None]:
         """SSE chunks with ``content`` until one says ``stop: true``."""
         async for data in sse_events(lines):
             chunk = parse_json(data)
@@ -217,6 +413,7 @@ class LlamaCppProvider(Provider):
             if text:
                 yield text
             if chunk.get("stop") is True:
+                self.report(llamacpp_usage(chunk), sink)
                 return
         raise UpstreamProtocolError("stream ended before stop")
 
@@ -241,9 +438,11 @@ class OllamaProvider(Provider):
         stop = self.stop(request)
         if stop:
             options["stop"] = stop
-        body: dict[str, Any] = {"model": self.options.model, "stream": True, "options": options}
-        if self.options.fim_template:
-            body["prompt"] = render_fim(self.options.fim_template, prefix, suffix)
+        body: dict[str, Any] = {"model": self.model, "stream": True, "options": options}
+        if self.options.keep_alive:
+            body["keep_alive"] = self.options.keep_alive
+        if self.fim_template:
+            body["prompt"] = render_fim(self.fim_template, prefix, suffix)
             body["raw"] = True
         else:
             body["prompt"] = prefix
@@ -251,11 +450,15 @@ class OllamaProvider(Provider):
             body["raw"] = False
         return f"{self.options.origin}/api/generate", body
 
-    def parse_body(self, body: Any) -> str:
+    def parse_body(self, body: Any, sink: UsageSink | None = None) -> str:
         """``response``."""
+        if isinstance(body, dict):
+            self.report(ollama_usage(body), sink)
         return _text_field(body, "response")
 
-    async def parse_stream(self, lines: AsyncIterable[str]) -> AsyncGenerator[str, None]:
+    async def parse_stream(
+        self, lines: AsyncIterable[str], sink: UsageSink | None = None
+    ) -> AsyncGenerator[str, None]:
         """NDJSON objects with ``response`` until ``done: true``."""
         async for line in lines:
             if not line.strip():
@@ -267,18 +470,25 @@ class OllamaProvider(Provider):
             if text:
                 yield text
             if chunk.get("done") is True:
+                self.report(ollama_usage(chunk), sink)
                 return
         raise UpstreamProtocolError("stream ended before done")
 
 
-def provider_for(options: EndpointOptions) -> Provider:
-    """The provider named by ``options.provider``."""
+def provider_for(options: EndpointOptions, profile: ServiceProfile | None = None) -> Provider:
+    """The provider named by ``options.provider``, or the one ``profile`` detected.
+
+    ``auto`` before (or without) a profile is the OpenAI path: the safe guess.
+    """
     kinds: dict[str, type[Provider]] = {
         "openai": OpenAIProvider,
         "llamacpp": LlamaCppProvider,
         "ollama": OllamaProvider,
     }
+    name: str = options.provider
+    if name == "auto":
+        name = profile.kind if profile is not None else "openai"
     try:
-        return kinds[options.provider](options)
+        return kinds[name](options, profile)
     except KeyError:
         raise ConfigurationError(f"unknown provider {options.provider!r}") from None

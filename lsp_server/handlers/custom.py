@@ -1,4 +1,4 @@
-"""scopecache/stats, scopecache/clearCache and the scopecache.accepted command."""
+"""scopecache/stats, scopecache/health, scopecache/clearCache and scopecache.accepted."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from lsp_server.handlers.inline import ACCEPT_COMMAND
+from lsp_server.health import health_answer
 from lsp_server.server import ScopecacheServer
 from lsp_server.suggestions import accepted as accept_item
 
@@ -13,6 +14,7 @@ logger = logging.getLogger(__name__)
 
 STATS = "scopecache/stats"
 CLEAR_CACHE = "scopecache/clearCache"
+HEALTH = "scopecache/health"
 
 
 def register(server: ScopecacheServer) -> None:
@@ -21,6 +23,10 @@ def register(server: ScopecacheServer) -> None:
     @server.feature(STATS)
     def stats(ls: ScopecacheServer, params: Any) -> dict[str, Any]:
         return ls.stats_snapshot()
+
+    @server.feature(HEALTH)
+    async def health(ls: ScopecacheServer, params: Any) -> dict[str, Any]:
+        return await health_answer(ls)
 
     @server.feature(CLEAR_CACHE)
     def clear_cache(ls: ScopecacheServer, params: Any) -> dict[str, int]:

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-SUITES = ("keystroke", "cache", "server", "transport", "l2", "replay")
+SUITES = ("keystroke", "languages", "cache", "server", "transport", "l2", "replay", "llamacpp")
 
 
 def _fmt(value: Any) -> str:

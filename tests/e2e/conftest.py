@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from lsp_server.upstream_process import ReferenceProcess
 from tests.support.greet import CORPUS
+from tests.support.llamacpp import LlamaCppServer, missing_reason
 from tests.support.reference import ReferenceService
 
 
@@ -35,3 +37,19 @@ def upstream(greet_service: ReferenceService) -> ReferenceService:
     """The module's greet service with counters, faults and latency reset."""
     greet_service.reset()
     return greet_service
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaCppServer]:
+    """A real llama.cpp server over a tiny random-weight model, for the whole session.
+
+    Skipped with the reason where the xllamacpp wheel is missing, except in CI
+    (``CI`` set), where that is a failure: CI must run these tests.
+    """
+    reason = missing_reason()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with LlamaCppServer(tmp_path_factory.mktemp("llamacpp")) as server:
+        yield server

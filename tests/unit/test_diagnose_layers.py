@@ -102,6 +102,16 @@ def test_builtin_sample_is_python_and_a_missing_file_is_a_clear_error(tmp_path: 
         file_sample(str(tmp_path / "nope.py"))
 
 
+@pytest.mark.parametrize(
+    ("name", "language"),
+    [("x.go", "go"), ("view.tsx", "typescriptreact"), ("lib.rs", "rust"), ("notes.txt", "txt")],
+)
+def test_a_file_sample_has_its_files_language(tmp_path: Path, name: str, language: str) -> None:
+    path = tmp_path / name
+    path.write_text("first line of text\nsecond line of text\nthird line of text\n")
+    assert file_sample(str(path)).language == language
+
+
 def test_inflation_is_tokens_over_a_quarter_of_the_characters() -> None:
     sample = PromptSample("a" * 300, "b" * 100, "python", "test")
     items = {m.name: m for m in encoding_measurements(OPTIONS, sample, 150)}

@@ -4,7 +4,8 @@ The model is a Python ``str`` edited by code-point index; positions sent to
 the store are computed from the model in the negotiated encoding. After every
 step the store's text equals the model, the incrementally maintained tree is
 the tree a fresh parse gives (types, byte spans and points of every node), and
-a syntax context is computable anywhere.
+a syntax context is computable anywhere. The machine runs once per registered
+language, with pieces of every language's syntax mixed in.
 """
 
 from __future__ import annotations
@@ -31,16 +32,17 @@ from tree_sitter import Node, Parser
 
 from cache.keys import LineAnchor, ScopeKey
 from lsp_server.document_store import DocumentStore
-from lsp_server.languages import PYTHON
+from lsp_server.languages import PYTHON, SPECS, LanguageSpec
 from lsp_server.syntax import syntax_context
 
-URI = "file:///fuzz/mod.py"
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 PIECES = [
     "a", "x", "_", " ", "    ", "\t", "\n", "\r\n", "\r", ":", "(", ")", "[", "]", "'", '"',
     "#", "=", ",", ".", "def f(x):", "class C:", "if x:", "return x", "pass", "lambda: 0",
     "😀", "𝒳", "é", "e\u0301", "\u200d", "中文", "\ufeff", "\0",
+    "{", "}", ";", "function f() {", "fn f() {", "func f() {", "int f(void) {", "=> {",
+    "end", "do", "then", "def f", "if (x) {", "} else {", "//", "--", "<?php", "`", "${",
 ]
 texts = st.lists(st.sampled_from(PIECES), max_size=8).map("".join)
 ENCODINGS = [PositionEncodingKind.Utf16, PositionEncodingKind.Utf8, PositionEncodingKind.Utf32]
@@ -65,9 +67,12 @@ def shape(node: Node) -> list[tuple[object, ...]]:
 
 
 class DocumentSync(RuleBasedStateMachine):
+    spec: LanguageSpec = PYTHON
+
     def __init__(self) -> None:
         super().__init__()
-        self.parser = Parser(PYTHON.language)
+        self.parser = Parser(self.spec.language)
+        self.uri = f"file:///fuzz/mod.{self.spec.extensions[0]}"
         self.model = ""
         self.version = 0
         self.store = DocumentStore()
@@ -75,7 +80,7 @@ class DocumentSync(RuleBasedStateMachine):
     @initialize(encoding=st.sampled_from(ENCODINGS), text=texts)
     def open_document(self, encoding: PositionEncodingKind, text: str) -> None:
         self.store = DocumentStore(position_encoding=encoding)
-        self.store.open(URI, "python", 0, text)
+        self.store.open(self.uri, self.spec.name, 0, text)
         self.model = text
 
     # -- the model's view of positions --------------------------------------
@@ -98,7 +103,7 @@ class DocumentSync(RuleBasedStateMachine):
 
     def send(self, change: TextDocumentContentChangePartial) -> None:
         self.version += 1
-        self.store.change(URI, self.version, [change])
+        self.store.change(self.uri, self.version, [change])
 
     # -- rules ----------------------------------------------------------------
 
@@ -139,7 +144,8 @@ class DocumentSync(RuleBasedStateMachine):
     @rule(text=texts)
     def whole_document(self, text: str) -> None:
         self.version += 1
-        self.store.change(URI, self.version, [TextDocumentContentChangeWholeDocument(text=text)])
+        whole = TextDocumentContentChangeWholeDocument(text=text)
+        self.store.change(self.uri, self.version, [whole])
         self.model = text
 
     @rule(jump=st.integers(-3, 0))
@@ -154,7 +160,7 @@ class DocumentSync(RuleBasedStateMachine):
     @rule(where=st.integers(0, 400))
     def offsets_agree_with_the_model(self, where: int) -> None:
         index = self.addressable(where)
-        doc = self.store.get(URI)
+        doc = self.store.get(self.uri)
         assert doc is not None
         offset = doc.offset_at(self.position(index))
         assert offset == len(self.model[:index].encode("utf-8"))
@@ -162,7 +168,7 @@ class DocumentSync(RuleBasedStateMachine):
 
     @rule(line=st.integers(-2, 60), character=st.integers(-2, 200))
     def context_anywhere(self, line: int, character: int) -> None:
-        doc = self.store.get(URI)
+        doc = self.store.get(self.uri)
         assert doc is not None
         ctx = syntax_context(doc, Position(line=max(line, 0), character=max(character, 0)))
         ScopeKey.build(
@@ -184,7 +190,7 @@ class DocumentSync(RuleBasedStateMachine):
 
     @invariant()
     def text_and_tree_match(self) -> None:
-        doc = self.store.get(URI)
+        doc = self.store.get(self.uri)
         assert doc is not None
         assert doc.text == self.model
         data = self.model.encode("utf-8")
@@ -199,10 +205,21 @@ class DocumentSync(RuleBasedStateMachine):
         assert shape(doc.tree.root_node) == shape(fresh.root_node)
 
 
-TestDocumentSync = DocumentSync.TestCase
-TestDocumentSync.settings = settings(
-    max_examples=50,
-    stateful_step_count=30,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+def _machine(spec: LanguageSpec) -> type[DocumentSync]:
+    return type(f"{spec.name.title()}DocumentSync", (DocumentSync,), {"spec": spec})
+
+
+def _register(spec: LanguageSpec) -> None:
+    case = _machine(spec).TestCase
+    # Python, the first language, gets the most examples; every other one a share
+    case.settings = settings(
+        max_examples=50 if spec is PYTHON else 12,
+        stateful_step_count=30,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    globals()[f"Test{spec.name.title()}DocumentSync"] = case
+
+
+for _spec in SPECS:
+    _register(_spec)

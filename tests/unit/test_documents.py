@@ -238,7 +238,7 @@ def test_a_new_grammar_is_one_registration() -> None:
     registry.register(
         LanguageSpec(
             name="snake",
-            loader=PYTHON.loader,
+            grammar_module=PYTHON.grammar_module,
             scope_types=PYTHON.scope_types,
             extensions=("snk",),
         )

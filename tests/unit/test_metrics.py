@@ -192,3 +192,12 @@ def test_prometheus_exposition_parses_with_conventional_names() -> None:
         assert name.startswith("scopecache_")
         if family.type == "counter":
             assert all(s.name.endswith(("_total", "_created")) for s in family.samples)
+
+
+def test_token_numbers_the_service_reported_are_prometheus_counters_by_kind() -> None:
+    snap = stats(tokens={"prompt": 120, "evaluated": 20, "cached": 100, "generated": 16})
+    body, _ = exposition(snap, MetricsRegistry())
+    families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+    tokens = {s.labels["kind"]: s.value for s in families["scopecache_upstream_tokens"].samples
+              if s.name.endswith("_total")}  # fmt: skip
+    assert tokens == {"prompt": 120, "evaluated": 20, "cached": 100, "generated": 16}

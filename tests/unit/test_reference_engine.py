@@ -71,6 +71,23 @@ def test_multiline_hint_forces_several_lines_without_a_block_opener() -> None:
     assert result.text == "me\n        print(message)\n        return message"
 
 
+def test_a_brace_or_do_line_opens_a_block_too() -> None:
+    assert opens_block("func f() {\n\t")
+    assert opens_block("items.each do\n  ")
+    assert not opens_block("x := f(\n")
+    go = "func total(xs []int) int {\n\tsum := 0\n\tfor _, x := range xs {\n\t\tsum += x\n\t}\n}\n"
+    assert CorpusEngine([go]).complete("func total(xs []int) int {\n\t").text == (
+        "sum := 0\n\tfor _, x := range xs {\n\t\tsum += x\n\t}"
+    )
+
+
+def test_the_corpus_loader_indexes_any_text_file(tmp_path: Path) -> None:
+    names = ("a.go", "b.ts", "c.rs", "notes.txt", "Makefile")
+    for name in names:
+        (tmp_path / name).write_text(f"content of {name}\n")
+    assert sorted(load_documents([tmp_path])) == sorted(f"content of {n}\n" for n in names)
+
+
 def test_opens_block_needs_a_colon_line_and_an_empty_cursor_line() -> None:
     assert opens_block("def f():\n    ")
     assert opens_block("if x:  \n")

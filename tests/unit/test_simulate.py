@@ -9,7 +9,7 @@ import pytest
 from lsp_server import simulate
 from lsp_server.simulate import DesignResult
 from lsp_server.simulate_requests import collect_requests
-from lsp_server.synth import sample_files, synthesize
+from lsp_server.synth import language_samples, sample_files, synthesize
 from lsp_server.trace_writer import write_trace
 
 POLICIES = ["lru", "lfu", "arc", "lruk", "hybrid", "opt"]
@@ -111,6 +111,17 @@ def test_scope_serves_no_stale_text_within_one_file(one_file: Path) -> None:
     (result,) = simulate.simulate(requests, policies=["hybrid"], capacities=[256])
     assert result.hits > result.requests // 2
     assert result.stale == 0
+
+
+OTHER_SAMPLES = [p for p in language_samples() if p.suffix != ".py"]
+
+
+@pytest.mark.parametrize("path", OTHER_SAMPLES, ids=[p.name for p in OTHER_SAMPLES])
+def test_scope_keys_serve_no_stale_text_in_any_language(tmp_path: Path, path: Path) -> None:
+    requests = collect_requests(_trace(tmp_path, [path]))
+    (result,) = simulate.simulate(requests, policies=["hybrid"], capacities=[256])
+    assert result.stale == 0
+    assert result.hits > result.requests // 2
 
 
 def test_scope_serves_no_stale_text_across_files(two_files: Path) -> None:

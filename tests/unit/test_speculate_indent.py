@@ -1,10 +1,26 @@
-"""The post-accept state the prefetcher predicts: accept, Enter, the editor's auto-indent."""
+"""The post-accept state the prefetcher predicts: accept, Enter, the editor's auto-indent.
+
+These are Python's rules; every language's are checked against its sample in
+``test_languages.py``.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from lsp_server.speculate import after_accept, next_line_indent
+from lsp_server.languages import PYTHON
+from lsp_server.languages.go import GO
+from lsp_server.languages.indentation import indent_unit
+from lsp_server.languages.indentation import next_line_indent as indent_after_line
+from lsp_server.speculate import after_accept as accept_in
+
+
+def after_accept(prefix: str, suggestion: str) -> tuple[str, str]:
+    return accept_in(prefix, suggestion, PYTHON)
+
+
+def next_line_indent(line: str) -> str:
+    return indent_after_line(line, PYTHON)
 
 
 def test_block_opener_indents_the_next_line() -> None:
@@ -55,3 +71,19 @@ def test_multi_line_suggestion_is_judged_by_its_last_line() -> None:
 
 def test_trailing_spaces_after_an_opener_do_not_hide_it() -> None:
     assert next_line_indent("    for item in items:   ") == "        "
+
+
+def test_the_indent_step_follows_the_document_not_four_spaces() -> None:
+    assert accept_in("  def f(x)", ":", PYTHON, "  ") == (":\n    ", "    ")
+    assert indent_after_line("\tif x {", GO, "\t") == "\t\t"
+
+
+def test_indent_unit_reads_tabs_or_the_commonest_step() -> None:
+    assert indent_unit(["func f() {", "\tx := 1", "}"], "    ") == "\t"
+    assert indent_unit(["a {", "  b {", "    c", "  }", "}"], "    ") == "  "
+    assert indent_unit(["x = 1", "y = 2"], "   ") == "   "
+
+
+def test_a_text_only_document_indents_after_a_brace_or_colon_only() -> None:
+    assert accept_in("  if (x) ", "{")[1] == "      "
+    assert accept_in("  ", "return x")[1] == "  "

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from lsp_server import synth
-from lsp_server.synth import sample_files, synthesize
+from lsp_server.languages import default_registry
+from lsp_server.synth import language_samples, sample_files, synthesize
 from lsp_server.trace import ChangeEvent, CompleteEvent, OpenEvent, utf16_len
 from lsp_server.trace_documents import TraceDocuments
 from lsp_server.trace_reader import read_trace
@@ -114,3 +115,29 @@ def test_cli_writes_a_readable_trace(tmp_path: Path) -> None:
     assert trace.header.final == {src.resolve().as_uri(): EMOJI}
     meta = json.loads(out.read_text(encoding="utf-8").splitlines()[0])["meta"]
     assert meta["seed"] == 9 and meta["generatorVersion"] == synth.SYNTH_VERSION
+
+
+OTHER_SAMPLES = [p for p in language_samples() if p.suffix != ".py"]
+
+
+@pytest.mark.parametrize("path", OTHER_SAMPLES, ids=[p.name for p in OTHER_SAMPLES])
+def test_any_language_is_synthesized_with_its_language_id_and_reproduced(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    trace = synthesize({path.as_uri(): text}, seed=3, nonlinear=0.5)  # self-checks
+    spec = default_registry().for_uri(path.name)
+    assert spec is not None
+    opens = [e for e in trace.events if isinstance(e, OpenEvent)]
+    assert [e.language_id for e in opens] == [spec.name]
+
+
+def test_the_editor_auto_indent_of_a_tab_indented_file_inserts_tabs() -> None:
+    (go,) = [p for p in OTHER_SAMPLES if p.suffix == ".go"]
+    trace = synthesize({go.as_uri(): go.read_text(encoding="utf-8")}, seed=2)
+    inserted = [c.text for e in trace.events if isinstance(e, ChangeEvent) for c in e.changes]
+    assert any(t.startswith("\n\t") for t in inserted)
+    assert not any(t.startswith("\n    ") for t in inserted)
+
+
+def test_a_file_without_a_grammar_opens_as_plaintext() -> None:
+    trace = synthesize({"file:///notes/todo.txt": "buy milk\n  and bread\n"}, seed=1)
+    assert [e.language_id for e in trace.events if isinstance(e, OpenEvent)] == ["plaintext"]

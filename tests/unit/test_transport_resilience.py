@@ -163,7 +163,7 @@ async def test_a_refused_connection_is_retried_once_a_tls_failure_is_not(
         return None
 
     backend = HttpCompletionBackend(
-        EndpointOptions(endpoint="http://127.0.0.1:9/v1"),
+        EndpointOptions(endpoint="http://127.0.0.1:9/v1", provider="openai"),
         transport=httpx.MockTransport(refuse),
         sleep=no_wait,
     )

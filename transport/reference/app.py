@@ -53,8 +53,11 @@ class ReferenceApp:
         authority: TokenAuthority | None = None,
         stats: ServiceStats | None = None,
         registry: ConnectionRegistry | None = None,
+        identify_as: str = "openai",
     ) -> None:
         self.engine = engine
+        #: which server's identification answers to give (``--identify-as``)
+        self.identify_as = identify_as
         self.latency = latency or Latency()
         self.authority = authority or TokenAuthority()
         self.stats = stats or ServiceStats()
@@ -87,6 +90,14 @@ class ReferenceApp:
             return
         if method == "GET" and path == "/health":
             await asgi.send_json(send, 200, {"status": "ok"})
+        elif method == "GET" and path == "/props" and self.identify_as == "llamacpp":
+            props = {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1,
+                     "model_alias": MODEL}
+            await asgi.send_json(send, 200, props)
+        elif method == "GET" and path == "/api/version" and self.identify_as == "ollama":
+            await asgi.send_json(send, 200, {"version": "0.0.0-reference"})
+        elif method == "GET" and path == "/api/tags" and self.identify_as == "ollama":
+            await asgi.send_json(send, 200, {"models": [{"name": MODEL, "model": MODEL}]})
         elif method == "GET" and path in ("/v1/models", "/models"):
             model = {"id": MODEL, "object": "model", "owned_by": "scopecache"}
             await asgi.send_json(send, 200, {"object": "list", "data": [model]})

@@ -89,6 +89,7 @@ async def serve(args: argparse.Namespace) -> int:
         engine,
         latency=Latency(ttft_ms=args.ttft_ms, token_ms=args.token_ms),
         authority=TokenAuthority(static_key),
+        identify_as=args.identify_as,
     )
     context = None
     tls_files = None

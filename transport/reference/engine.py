@@ -224,12 +224,20 @@ class CorpusEngine:
 
 
 def opens_block(prefix: str) -> bool:
-    """True when the cursor starts an indented body after a line ending in ``:``."""
+    """True when the cursor starts an indented body after a line opening a block.
+
+    A line opens a block when it ends with ``:`` (Python), ``{`` (C-likes) or
+    the words ``do``/``then`` (Ruby, Lua, shell); the server's own, exact
+    judgement arrives as the ``multiline`` hint.
+    """
     last_nl = prefix.rfind("\n")
     if last_nl < 0 or prefix[last_nl + 1 :].strip():
         return False
     before = prefix[:last_nl].rstrip()
-    return before.endswith(":")
+    if before.endswith((":", "{")):
+        return True
+    words = before.rsplit(None, 1)
+    return bool(words) and words[-1] in ("do", "then")
 
 
 def _line_end(text: str, pos: int) -> int:

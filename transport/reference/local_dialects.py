@@ -46,7 +46,16 @@ class LlamaInfill(Dialect):
             "stop": True,
             "tokens_predicted": completion.completion_tokens,
             "tokens_evaluated": completion.prompt_tokens,
+            "tokens_cached": completion.prompt_tokens + completion.completion_tokens,
             "stopped_limit": completion.finish_reason == "length",
+            "stop_type": "limit" if completion.finish_reason == "length" else "eos",
+            "truncated": False,
+            # no KV cache here: every prompt token is evaluated
+            "timings": {
+                "prompt_n": completion.prompt_tokens,
+                "cache_n": 0,
+                "predicted_n": completion.completion_tokens,
+            },
         }
 
     def full(self, ask: Ask, completion: Completion) -> bytes:

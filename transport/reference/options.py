@@ -33,3 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port-file", metavar="FILE", help="write the bound port here when ready")
     p.add_argument("--require-key-env", metavar="ENV", help="require this env var's bearer key")
     p.add_argument("--log-level", default="WARNING")
+    p.add_argument(
+        "--identify-as", choices=("openai", "llamacpp", "ollama"), default="openai",
+        help="answer identification like that server: llamacpp adds GET /props, "
+        "ollama adds GET /api/version and /api/tags",
+    )

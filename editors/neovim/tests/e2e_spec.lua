@@ -13,6 +13,14 @@ vim.o.showmode = false
 vim.o.swapfile = false
 
 local t = require("harness")
+
+-- Messages go to stderr (the test log): an error message from the server while
+-- a command runs (:checkhealth) would otherwise abort that command here.
+local notices = {}
+vim.notify = function(msg, level)
+  table.insert(notices, { msg = msg, level = level })
+  io.stderr:write("NOTIFY " .. tostring(msg) .. "\n")
+end
 local lsp = require("scopecache.lsp")
 local ghost = require("scopecache.ghost")
 
@@ -61,8 +69,34 @@ local function ghost_text(buf)
   return mark[4].virt_text[1][1]
 end
 
-local function type_at_end_of_last_line(text)
-  vim.api.nvim_win_set_cursor(0, { #BEFORE, 0 })
+-- And a Go file with this line:
+--     key, value, _ := strings.Cut(line, ":")
+local BEFORE_GO = {
+  "package headers",
+  "",
+  'import "strings"',
+  "",
+  "func ParseHeader(line string) (string, string) {",
+  "\tkey, value, _ := ",
+}
+local TYPED_GO = "strings.C"
+local GHOST_GO = 'ut(line, ":")'
+
+--- Opens a new Go file with BEFORE_GO as its text and waits for the server.
+local function open_go(name)
+  vim.cmd("edit " .. vim.fn.fnameescape(workdir .. "/" .. name))
+  local buf = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, BEFORE_GO)
+  vim.bo[buf].filetype = "go"
+  t.wait_for("the server to attach to the Go buffer", function()
+    local client = lsp.client(buf)
+    return client and client.initialized
+  end, 30000)
+  return buf
+end
+
+local function type_at_end_of_last_line(text, lines)
+  vim.api.nvim_win_set_cursor(0, { lines or #BEFORE, 0 })
   t.feed("A", "nt")
   t.wait_for("insert mode", function()
     return vim.api.nvim_get_mode().mode == "i"
@@ -127,6 +161,17 @@ t.test("the same context in another buffer is served from the cache", function()
   t.feed("<Esc>", "nt")
 end)
 
+t.test("ghost text appears in a Go file too, with the default filetypes", function()
+  local buf = open_go("headers.go")
+  type_at_end_of_last_line(TYPED_GO, #BEFORE_GO)
+  t.eq(GHOST_GO, t.wait_for("ghost text in Go", function()
+    return ghost_text(buf)
+  end, 20000), "ghost text in Go")
+  t.feed("<Esc>", "nt")
+  local languages = stats_now().languages
+  t.truthy(languages.go and languages.go.parsed == 1, vim.inspect(languages))
+end)
+
 t.test(":ScopeCacheStats shows the hit in a floating window", function()
   vim.cmd("ScopeCacheStats")
   local win = t.wait_for("the stats window", function()
@@ -143,14 +188,59 @@ t.test(":ScopeCacheStats shows the hit in a floating window", function()
   vim.api.nvim_win_close(win, true)
 end)
 
-t.test(":checkhealth scopecache finds the server and reaches the endpoint", function()
+--- The :checkhealth scopecache report as text.
+local function checkhealth()
   vim.cmd("checkhealth scopecache")
   local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  vim.cmd("bwipeout!")
+  return text
+end
+
+--- New server settings; waits until the server has them (its health answer shows the endpoint).
+local function switch_settings(new)
+  require("scopecache").update_settings(new)
+end
+
+t.test(":checkhealth scopecache is green when a completion goes through", function()
+  local text = checkhealth()
   t.truthy(text:find("server command found", 1, true), text)
   t.truthy(text:find("server running", 1, true), text)
-  t.truthy(text:find("settings valid", 1, true), text)
-  t.truthy(text:find("endpoint reachable", 1, true), text)
+  t.truthy(text:find("settings valid (checked by the server)", 1, true), text)
+  t.truthy(text:find("TLS: transport.caFile " .. settings.transport.caFile, 1, true), text)
+  t.truthy(text:find("completion request answered in", 1, true), text)
   t.truthy(not text:find("ERROR", 1, true), text)
+end)
+
+t.test(":checkhealth scopecache is red without a caFile against the TLS service and names the fix", function()
+  switch_settings(vim.tbl_deep_extend("force", settings, { transport = { caFile = vim.NIL } }))
+  local text = checkhealth()
+  t.truthy(text:find("completion request failed (tls)", 1, true), text)
+  t.truthy(text:find("set transport.caFile", 1, true), text)
+end)
+
+t.test(":checkhealth scopecache is red with a missing CA file", function()
+  local missing = workdir .. "/no-such-ca.pem"
+  switch_settings(vim.tbl_deep_extend("force", settings, { transport = { caFile = missing } }))
+  local text = checkhealth()
+  t.truthy(text:find("TLS: transport.caFile " .. missing .. " is missing", 1, true), text)
+  t.truthy(text:find("completion request failed (config)", 1, true), text)
+end)
+
+t.test(":checkhealth scopecache is red with a wrong endpoint and lists every settings problem", function()
+  local wrong = settings.endpoint:gsub("/v1$", "/api")
+  switch_settings(vim.tbl_deep_extend("force", settings, {
+    endpoint = wrong,
+    enpoint = settings.endpoint,
+    cache = { policy = "fifo", capacity = -1 },
+  }))
+  local text = checkhealth()
+  t.truthy(text:find("completion request failed (status)", 1, true), text)
+  t.truthy(text:find("/v1", 1, true), text)
+  t.truthy(text:find("setting enpoint: unknown setting", 1, true), text)
+  t.truthy(text:find("setting cache.policy", 1, true), text)
+  t.truthy(text:find("setting cache.capacity", 1, true), text)
+  switch_settings(settings)
+  t.truthy(not checkhealth():find("ERROR", 1, true), "green again with the right settings")
 end)
 
 t.test(":ScopeCacheClear empties the cache", function()
@@ -158,6 +248,56 @@ t.test(":ScopeCacheClear empties the cache", function()
   t.wait_for("an empty cache", function()
     return stats_now().cache.size == 0
   end, 5000)
+end)
+
+t.test(":ScopeCacheToggle turns suggestions off and on again", function()
+  vim.cmd("ScopeCacheToggle")
+  t.eq(false, require("scopecache").is_enabled(), "enabled after one toggle")
+  local before = settled_stats()
+  local buf = open_python("toggled.py")
+  type_at_end_of_last_line(TYPED)
+  t.wait_for("the typed text", function()
+    return vim.api.nvim_get_current_line():find(TYPED, 1, true)
+  end)
+  t.eq(before.requests, stats_now().requests, "requests while off")
+  t.eq(nil, ghost_text(buf), "ghost text while off")
+  t.feed("<Esc>", "nt")
+  vim.cmd("ScopeCacheToggle")
+  t.eq(true, require("scopecache").is_enabled(), "enabled after two toggles")
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, BEFORE)
+  type_at_end_of_last_line(TYPED)
+  t.eq(GHOST, t.wait_for("ghost text", function()
+    return ghost_text(buf)
+  end, 20000), "ghost text when on again")
+  t.feed("<Esc>", "nt")
+  vim.cmd("ScopeCacheDisable")
+  t.eq(false, require("scopecache").is_enabled(), "after :ScopeCacheDisable")
+  vim.cmd("ScopeCacheEnable")
+  t.eq(true, require("scopecache").is_enabled(), "after :ScopeCacheEnable")
+end)
+
+t.test(":ScopeCacheRestart starts a new server that serves the open buffer", function()
+  local buf = vim.api.nvim_get_current_buf()
+  local old = t.truthy(lsp.client(buf), "a client before the restart")
+  local old_id = old.id
+  vim.cmd("ScopeCacheRestart")
+  local new = t.wait_for("a new client attached to the buffer", function()
+    local client = lsp.client(buf)
+    return client and client.id ~= old_id and client.initialized and client
+  end, 30000)
+  t.truthy(old.is_stopped and old:is_stopped(), "the old client stopped")
+  t.eq(1, #lsp.clients(), "clients after the restart")
+  t.eq(0, stats_now().requests, "a fresh server has no requests yet")
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, BEFORE)
+  type_at_end_of_last_line(TYPED)
+  t.eq(GHOST, t.wait_for("ghost text from the new server", function()
+    return ghost_text(buf)
+  end, 20000), "ghost text")
+  t.feed("<Esc>", "nt")
+  t.truthy(new.id ~= old_id)
+  t.truthy(vim.tbl_contains(vim.tbl_map(function(n)
+    return n.msg
+  end, notices), "scopecache: server restarted"), "told of the restart")
 end)
 
 t.after = function()

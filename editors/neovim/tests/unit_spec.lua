@@ -10,7 +10,6 @@ local t = require("harness")
 local ghost = require("scopecache.ghost")
 local stats = require("scopecache.stats")
 local config = require("scopecache.config")
-local health = require("scopecache.health")
 
 t.test("a word accept takes the next identifier with its leading space", function()
   t.eq(" value", ghost.portion(" value = line", "word"))
@@ -95,24 +94,80 @@ t.test("bad plugin options are reported, defaults are valid", function()
   t.eq(2, #problems)
 end)
 
-t.test("server settings are checked for URL and enumerations", function()
-  t.eq({}, config.check_settings({ endpoint = "https://127.0.0.1:8443/v1", cache = { policy = "arc" } }))
-  local problems = config.check_settings({ endpoint = "localhost", provider = "gpt", cache = { l2 = "disk" } })
-  t.eq(3, #problems)
+t.test("an unknown option is reported at setup() with the nearest valid key", function()
+  t.eq({ "unknown option acept_key (did you mean accept_key?)" }, config.unknown({ acept_key = "<C-y>" }))
+  local far = config.unknown({ completely_else = 1 })[1]
+  t.truthy(far:find("unknown option completely_else (valid: accept_key", 1, true), far)
+  t.eq({}, config.unknown({ cmd = { "x" }, settings = {}, accept_key = false }))
+  local notices = {}
+  local notify = vim.notify
+  vim.notify = function(msg, level)
+    table.insert(notices, { msg, level })
+  end
+  local started = require("scopecache").setup({ acept_key = "<C-y>", filetypes = { "scopecache-none" } })
+  vim.notify = notify
+  t.eq(true, started, "setup() still starts")
+  t.eq({ { "scopecache: unknown option acept_key (did you mean accept_key?)", vim.log.levels.WARN } }, notices)
 end)
 
-t.test("endpoint host and port are parsed for the reachability check", function()
-  t.eq({ "127.0.0.1", 8443 }, { health.host_port("https://127.0.0.1:8443/v1") })
-  t.eq({ "example.org", 443 }, { health.host_port("https://example.org/v1") })
-  t.eq({ "::1", 80 }, { health.host_port("http://[::1]/v1") })
+t.test("ghost text is drawn with ScopeCacheGhost, linked to Comment when it has a terminal colour", function()
+  local hl = require("scopecache.highlight")
+  vim.cmd("hi clear ScopeCacheGhost")
+  vim.cmd("hi Comment ctermfg=8 guifg=#808080")
+  hl.define()
+  t.eq("Comment", vim.api.nvim_get_hl(0, { name = "ScopeCacheGhost" }).link)
+  t.eq("ScopeCacheGhost", config.defaults.hl_group)
 end)
 
-t.test("a closed port is reported as unreachable", function()
-  local server = vim.loop.new_tcp()
-  server:bind("127.0.0.1", 0)
-  local port = server:getsockname().port
-  server:close() -- nothing listens there now
-  t.eq(false, (health.reachable("127.0.0.1", port, 2000)))
+t.test("ScopeCacheGhost gets a ctermfg when Comment has only a GUI colour, and follows :colorscheme", function()
+  local hl = require("scopecache.highlight")
+  hl.setup()
+  vim.cmd("hi clear Comment")
+  vim.cmd("hi Comment guifg=#123456")
+  vim.api.nvim_exec_autocmds("ColorScheme", {})
+  local group = vim.api.nvim_get_hl(0, { name = "ScopeCacheGhost" })
+  t.eq(hl.CTERM_FALLBACK, group.ctermfg, vim.inspect(group))
+  t.eq(tonumber("123456", 16), group.fg)
+  t.eq(nil, group.link)
+end)
+
+t.test("a ScopeCacheGhost the user defined is kept", function()
+  local hl = require("scopecache.highlight")
+  vim.cmd("hi ScopeCacheGhost ctermfg=1 guifg=#ff0000")
+  hl.define()
+  vim.api.nvim_exec_autocmds("ColorScheme", {})
+  local group = vim.api.nvim_get_hl(0, { name = "ScopeCacheGhost" })
+  t.eq({ 1, tonumber("ff0000", 16) }, { group.ctermfg, group.fg })
+end)
+
+t.test("a server health answer with a failed completion is an error naming the fix", function()
+  local reported = {}
+  local original = vim.health
+  vim.health = setmetatable({}, {
+    __index = function(_, name)
+      return function(msg, advice)
+        table.insert(reported, { name, msg, advice })
+      end
+    end,
+  })
+  package.loaded["scopecache.health"] = nil
+  local fresh = require("scopecache.health")
+  fresh.report({
+    settingsProblems = { "enpoint: unknown setting", "cache.policy: must be one of ..." },
+    endpoint = "https://127.0.0.1:1/v1",
+    provider = "openai",
+    tls = { used = true, verify = true, caFile = vim.NIL, caFileStatus = "not set" },
+    upstream = { status = "error", kind = "tls", message = "TLS failed", fix = "set transport.caFile" },
+  })
+  vim.health = original
+  package.loaded["scopecache.health"] = nil
+  local errors = vim.tbl_filter(function(r)
+    return r[1] == "error"
+  end, reported)
+  t.eq(3, #errors, vim.inspect(reported))
+  t.eq("setting enpoint: unknown setting", errors[1][2])
+  t.eq("completion request failed (tls): TLS failed", errors[3][2])
+  t.eq({ "set transport.caFile" }, errors[3][3])
 end)
 
 t.test("the accept key keeps its meaning when no suggestion is visible", function()

@@ -31,8 +31,9 @@ PACKAGE_PATH = HERE / "package.json"
 EXTENSION_PREFIX = "scopecache.server."
 
 FALLBACK_DESCRIPTIONS: dict[str, str] = {
-    "provider": "Wire protocol of the completion service: openai (POST {endpoint}/completions), "
-    "llamacpp (/infill) or ollama (/api/generate).",
+    "provider": "Wire protocol of the completion service: auto (identify the service once at "
+    "start: llama.cpp, Ollama, else OpenAI-compatible, and use its best fill-in-the-middle path), "
+    "openai (POST {endpoint}/completions), llamacpp (/infill) or ollama (/api/generate).",
     "model": "Model name sent upstream.",
     "cache.policy": "L1 eviction policy.",
     "cache.l2": "Shared second-level cache: none, sqlite or redis.",

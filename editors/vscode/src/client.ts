@@ -22,11 +22,11 @@ import {
 } from "vscode-languageclient/node";
 
 import { RestartBackoff } from "./backoff";
+import { LANGUAGES } from "./languages";
 import { SECTION, type SettingReader, buildServerSettings, serverCommand } from "./settings";
 import { ACCEPTED_COMMAND } from "./stats";
 
-/** Languages the server handles. */
-export const LANGUAGES: readonly string[] = ["python"];
+export { LANGUAGES };
 
 /** Reads `scopecache.*` from the VS Code configuration. */
 export function configurationReader(): SettingReader {

@@ -1,6 +1,6 @@
 -- Options of require("scopecache").setup(opts): defaults, merging and checks.
--- The server's own settings (opts.settings) are checked only lightly here;
--- the server validates them and reports problems with window/showMessage.
+-- The server settings (opts.settings) are checked by the server, which
+-- reports them with window/showMessage and in :checkhealth scopecache.
 local M = {}
 
 M.defaults = {
@@ -8,7 +8,8 @@ M.defaults = {
   cmd = { "scopecache", "serve" },
   -- server settings, camelCase, sent as init_options and workspace settings
   settings = {},
-  filetypes = { "python" },
+  -- every filetype the server has a grammar for (generated from the server's registry)
+  filetypes = require("scopecache.filetypes"),
   root_markers = { "pyproject.toml", "setup.py", ".git" },
   -- accept the whole suggestion; only mapped while a suggestion is visible
   accept_key = "<Tab>",
@@ -27,6 +28,9 @@ M.defaults = {
 }
 
 M.options = vim.deepcopy(M.defaults)
+
+--- Run-time state: completions on or off (:ScopeCacheToggle), and setup() done.
+M.state = { enabled = true, setup = false }
 
 local function is_string_list(value)
   if type(value) ~= "table" or #value == 0 then
@@ -69,45 +73,63 @@ function M.check(opts)
   return problems
 end
 
-local ENUMS = {
-  provider = { "openai", "llamacpp", "ollama" },
-  ["cache.policy"] = { "none", "lru", "lfu", "arc", "lruk", "hybrid" },
-  ["cache.l2"] = { "none", "sqlite", "redis" },
-  ["auth.kind"] = { "static", "oauth2-client-credentials", "command" },
-}
+--- Edit distance between two strings (insertions, deletions, substitutions).
+local function distance(a, b)
+  local previous = {}
+  for j = 0, #b do
+    previous[j] = j
+  end
+  for i = 1, #a do
+    local current = { [0] = i }
+    for j = 1, #b do
+      local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+      current[j] = math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+    end
+    previous = current
+  end
+  return previous[#b]
+end
 
-local GROUPS = { cache = true, transport = true, completion = true, throttle = true, speculative = true, auth = true }
+--- The valid option closest to `name`, when it is close enough to be a typo.
+---@param name string
+---@return string|nil
+function M.nearest(name)
+  local best, best_distance
+  for key in pairs(M.defaults) do
+    local d = distance(name:lower(), key)
+    if not best_distance or d < best_distance or (d == best_distance and key < best) then
+      best, best_distance = key, d
+    end
+  end
+  if best_distance and best_distance <= math.max(2, math.floor(#name / 3)) then
+    return best
+  end
+  return nil
+end
 
---- Problems with the server settings that can be seen without the server.
----@param settings table
+--- Options setup() does not know (typos), one readable line each, naming the nearest valid key.
+---@param opts table|nil
 ---@return string[]
-function M.check_settings(settings)
-  local problems = {}
-  if type(settings) ~= "table" then
-    return { "settings must be a table" }
+function M.unknown(opts)
+  local lines = {}
+  local names = {}
+  for key in pairs(opts or {}) do
+    if M.defaults[key] == nil then
+      table.insert(names, tostring(key))
+    end
   end
-  local endpoint = settings.endpoint
-  if endpoint ~= nil and (type(endpoint) ~= "string" or not endpoint:match("^https?://[^/%s]+")) then
-    table.insert(problems, "endpoint must be an http:// or https:// URL")
-  end
-  for path, allowed in pairs(ENUMS) do
-    local group, key = path:match("^(%w+)%.(%w+)$")
-    local value
-    if group then
-      value = type(settings[group]) == "table" and settings[group][key] or nil
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local near = M.nearest(name)
+    if near then
+      table.insert(lines, ("unknown option %s (did you mean %s?)"):format(name, near))
     else
-      value = settings[path]
-    end
-    if value ~= nil and not vim.tbl_contains(allowed, value) then
-      table.insert(problems, ("%s must be one of %s"):format(path, table.concat(allowed, ", ")))
-    end
-  end
-  for group in pairs(GROUPS) do
-    if settings[group] ~= nil and type(settings[group]) ~= "table" then
-      table.insert(problems, group .. " must be a table")
+      local valid = vim.tbl_keys(M.defaults)
+      table.sort(valid)
+      table.insert(lines, ("unknown option %s (valid: %s)"):format(name, table.concat(valid, ", ")))
     end
   end
-  return problems
+  return lines
 end
 
 --- Merge user options over the defaults (lists are replaced, not merged).

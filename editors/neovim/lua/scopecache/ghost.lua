@@ -124,6 +124,13 @@ function M.render(bufnr, s, hl_group)
   })
 end
 
+local function cancel_pending(st)
+  if st.pending and st.client then
+    pcall(lsp.cancel, st.client, st.pending)
+  end
+  st.pending = nil
+end
+
 --- Removes the ghost text of a buffer.
 function M.clear(bufnr)
   local st = buffers[bufnr]
@@ -132,6 +139,14 @@ function M.clear(bufnr)
   end
   if api.nvim_buf_is_valid(bufnr) then
     api.nvim_buf_clear_namespace(bufnr, M.ns, 0, -1)
+  end
+end
+
+--- Removes the ghost text and pending requests of every buffer.
+function M.clear_all()
+  for bufnr, st in pairs(buffers) do
+    cancel_pending(st)
+    M.clear(bufnr)
   end
 end
 
@@ -147,18 +162,11 @@ function M.show(bufnr, s, opts)
   M.render(bufnr, s, opts.hl_group)
 end
 
-local function cancel_pending(st)
-  if st.pending and st.client then
-    pcall(lsp.cancel, st.client, st.pending)
-  end
-  st.pending = nil
-end
-
 --- Asks the server for a suggestion at the cursor.
 function M.request(bufnr, opts)
   local st = state(bufnr)
   local client = lsp.client(bufnr)
-  if not client or not in_insert_mode() then
+  if not client or not in_insert_mode() or not require("scopecache.config").state.enabled then
     return
   end
   local row, col = cursor(bufnr)

@@ -1,5 +1,7 @@
--- :checkhealth scopecache: Neovim version, server command, server version,
--- settings and whether the completion endpoint accepts connections.
+-- :checkhealth scopecache: Neovim version, plugin options, server command,
+-- and the server's own verdict (scopecache/health): every settings problem it
+-- found, the TLS/CA file state, and one real completion request through its
+-- transport, with the fix it names when that fails.
 local config = require("scopecache.config")
 
 local M = {}
@@ -13,40 +15,64 @@ local warn = health.warn or health.report_warn
 local error = health.error or health.report_error
 local info = health.info or health.report_info
 
---- host and port of an http(s) URL.
-function M.host_port(url)
-  local scheme, rest = url:match("^(https?)://([^/]+)")
-  if not scheme then
-    return nil
+--- How long :checkhealth waits for the server's answer (its probe stops after 10 s).
+M.TIMEOUT_MS = 15000
+
+--- The server's scopecache/health answer, or nil and a message.
+function M.ask(client, timeout_ms)
+  local answer, err
+  if vim.fn.has("nvim-0.11") == 1 then
+    answer, err = client:request_sync("scopecache/health", {}, timeout_ms or M.TIMEOUT_MS, 0)
+  else
+    answer, err = client.request_sync("scopecache/health", {}, timeout_ms or M.TIMEOUT_MS, 0)
   end
-  local host, port = rest:match("^%[(.+)%]:?(%d*)$")
-  if not host then
-    host, port = rest:match("^([^:]+):?(%d*)$")
+  if not answer then
+    return nil, tostring(err or "the server did not answer")
   end
-  port = tonumber(port) or (scheme == "https" and 443 or 80)
-  return host, port
+  if answer.err then
+    return nil, answer.err.message or vim.inspect(answer.err)
+  end
+  return answer.result
 end
 
---- Tries a TCP connection; returns true or false, message.
-function M.reachable(host, port, timeout_ms)
-  local uv = vim.loop
-  local addresses = uv.getaddrinfo(host, tostring(port), { socktype = "stream" })
-  if not addresses or #addresses == 0 then
-    return false, "cannot resolve " .. host
+--- Reports a scopecache/health answer.
+function M.report(verdict)
+  local problems = verdict.settingsProblems or {}
+  if #problems == 0 then
+    ok("settings valid (checked by the server)")
   end
-  local tcp = uv.new_tcp()
-  local done, result, message = false, false, nil
-  tcp:connect(addresses[1].addr, port, function(err)
-    done, result, message = true, err == nil, err
-  end)
-  vim.wait(timeout_ms or 2000, function()
-    return done
-  end, 20)
-  tcp:close()
-  if not done then
-    return false, "timed out"
+  for _, problem in ipairs(problems) do
+    error("setting " .. problem, { "correct or remove it in setup({ settings = ... })" })
   end
-  return result, message
+  if verdict.endpoint ~= nil and verdict.endpoint ~= vim.NIL then
+    info(("endpoint: %s (provider %s)"):format(verdict.endpoint, tostring(verdict.provider)))
+  end
+  local tls = verdict.tls or {}
+  if tls.used then
+    local status = tls.caFileStatus
+    if status == "not set" then
+      info("TLS: trusting the system CA roots (no transport.caFile)")
+    elseif status == "ok" then
+      ok("TLS: transport.caFile " .. tostring(tls.caFile))
+    else
+      error(("TLS: transport.caFile %s is %s"):format(tostring(tls.caFile), tostring(status)))
+    end
+    if tls.verify == false then
+      warn("TLS: certificate verification is off (transport.verifyTls = false)")
+    end
+  end
+  local upstream = verdict.upstream or {}
+  local fix = upstream.fix ~= vim.NIL and upstream.fix or nil
+  if upstream.status == "ok" then
+    ok(("completion request answered in %d ms: %s"):format(math.floor(tonumber(upstream.latencyMs) or 0), upstream.message or ""))
+  elseif upstream.status == "off" then
+    warn(upstream.message or "completions are off", fix and { fix } or nil)
+  else
+    error(
+      ("completion request failed (%s): %s"):format(tostring(upstream.kind), tostring(upstream.message)),
+      fix and { fix } or nil
+    )
+  end
 end
 
 function M.check()
@@ -62,15 +88,26 @@ function M.check()
   if vim.fn.has("nvim-0.12") == 1 and vim.lsp.inline_completion then
     info("ghost text: Neovim's built-in inline completion")
   else
-    info("ghost text: drawn by scopecache (extmarks in namespace 'scopecache')")
+    info("ghost text: drawn by scopecache (extmarks in namespace 'scopecache', highlight ScopeCacheGhost)")
   end
 
+  for _, line in ipairs(config.unknown(config.state.given)) do
+    warn(line)
+  end
   local problems = config.check(opts)
   for _, problem in ipairs(problems) do
     error("option " .. problem)
   end
   if #problems > 0 then
     return
+  end
+  if not config.state.setup then
+    warn("setup() has not run", { 'call require("scopecache").setup({...}) in your init.lua' })
+  end
+  if config.state.enabled then
+    ok("suggestions on")
+  else
+    warn("suggestions off", { ":ScopeCacheEnable (or :ScopeCacheToggle) turns them on" })
   end
 
   local exe = opts.cmd[1]
@@ -81,36 +118,22 @@ function M.check()
   end
 
   local client = require("scopecache.lsp").client()
-  if client then
-    local server_info = client.server_info or (client.initialize_result or {}).serverInfo or {}
-    ok(("server running: %s %s"):format(server_info.name or "scopecache", server_info.version or "(version not reported)"))
-  else
-    info("server not running yet (it starts with the first " .. table.concat(opts.filetypes, "/") .. " buffer)")
-  end
-
-  local setting_problems = config.check_settings(opts.settings)
-  if #setting_problems == 0 then
-    ok("settings valid")
-  end
-  for _, problem in ipairs(setting_problems) do
-    error("setting " .. problem)
-  end
-
-  local endpoint = opts.settings.endpoint
-  if type(endpoint) ~= "string" then
-    warn("no endpoint set: the server runs but completes nothing", { "set settings.endpoint in setup()" })
+  if not client then
+    warn(
+      "server not running: settings and completions not checked",
+      { ("open a %s buffer, then run :checkhealth scopecache again"):format(table.concat(opts.filetypes, "/")) }
+    )
     return
   end
-  local host, port = M.host_port(endpoint)
-  if not host then
+  local server_info = client.server_info or (client.initialize_result or {}).serverInfo or {}
+  ok(("server running: %s %s"):format(server_info.name or "scopecache", server_info.version or "(version not reported)"))
+
+  local verdict, err = M.ask(client)
+  if not verdict then
+    error("the server's health check failed: " .. err, { ":ScopeCacheRestart, or update scopecache" })
     return
   end
-  local reached, message = M.reachable(host, port, 2000)
-  if reached then
-    ok(("endpoint reachable: %s:%d"):format(host, port))
-  else
-    error(("endpoint not reachable: %s:%d (%s)"):format(host, port, tostring(message)))
-  end
+  M.report(verdict)
 end
 
 return M

@@ -48,6 +48,12 @@ function M.setup(opts)
     )
     return false
   end
+  config.state.given = opts
+  local unknown = config.unknown(opts)
+  if #unknown > 0 then
+    -- a typo must not pass silently, but it need not stop completions either
+    vim.notify("scopecache: " .. table.concat(unknown, "; "), vim.log.levels.WARN)
+  end
   local merged = config.merge(opts)
   local problems = config.check(merged)
   if #problems > 0 then
@@ -55,9 +61,54 @@ function M.setup(opts)
     return false
   end
   config.options = merged
-  vim.api.nvim_set_hl(0, "ScopeCacheGhost", { link = "Comment", default = true })
+  config.state.setup = true
+  require("scopecache.highlight").setup()
   require("scopecache.lsp").start(merged, on_attach(merged))
   return true
+end
+
+--- Stops the server and starts it again with the options of setup() (:ScopeCacheRestart).
+function M.restart()
+  if not config.state.setup then
+    vim.notify("scopecache: setup() has not run, nothing to restart", vim.log.levels.WARN)
+    return false
+  end
+  require("scopecache.ghost").clear_all()
+  require("scopecache.lsp").restart(function()
+    vim.notify("scopecache: server restarted")
+  end)
+  return true
+end
+
+local function set_enabled(enabled)
+  config.state.enabled = enabled
+  if not enabled then
+    require("scopecache.ghost").clear_all()
+  end
+  if builtin_available(config.options) then
+    vim.lsp.inline_completion.enable(enabled)
+  end
+  vim.notify("scopecache: completions " .. (enabled and "on" or "off"))
+end
+
+--- Turns suggestions on (:ScopeCacheEnable).
+function M.enable()
+  set_enabled(true)
+end
+
+--- Turns suggestions off; the server keeps running (:ScopeCacheDisable).
+function M.disable()
+  set_enabled(false)
+end
+
+--- Turns suggestions off when on, on when off (:ScopeCacheToggle).
+function M.toggle()
+  set_enabled(not config.state.enabled)
+end
+
+--- Whether suggestions are on.
+function M.is_enabled()
+  return config.state.enabled
 end
 
 --- Replaces the server settings and sends them to the running server.

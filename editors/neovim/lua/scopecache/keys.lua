@@ -34,11 +34,26 @@ function M.fallback(key, bufnr)
   end
 end
 
+--- The fallback of each key we mapped, per buffer: attaching again (after
+--- :ScopeCacheRestart) must keep what the key did before our first mapping.
+local fallbacks = {}
+
 local function map(bufnr, key, desc, action)
   if not key then
     return
   end
-  local fallback = M.fallback(key, bufnr)
+  if not fallbacks[bufnr] then
+    fallbacks[bufnr] = {}
+    vim.api.nvim_create_autocmd("BufWipeout", {
+      buffer = bufnr,
+      once = true,
+      callback = function()
+        fallbacks[bufnr] = nil
+      end,
+    })
+  end
+  local fallback = fallbacks[bufnr][key] or M.fallback(key, bufnr)
+  fallbacks[bufnr][key] = fallback
   vim.keymap.set("i", key, function()
     if action() then
       return ""

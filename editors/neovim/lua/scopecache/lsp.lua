@@ -82,8 +82,79 @@ local function client_config(opts, on_attach)
   }
 end
 
+--- Every running scopecache client.
+function M.clients()
+  local filter = { name = M.name }
+  return vim.lsp.get_clients and vim.lsp.get_clients(filter) or vim.lsp.get_active_clients(filter)
+end
+
+local function is_stopped(client)
+  if has_011 then
+    return client:is_stopped()
+  end
+  return client.is_stopped()
+end
+
+local function stop_client(client, force)
+  if has_011 then
+    client:stop(force)
+  else
+    client.stop(force)
+  end
+end
+
+--- Stops every scopecache client; calls done() once their processes are gone
+--- (after `timeout_ms`, default 5000, they are killed).
+function M.stop(done, timeout_ms)
+  local clients = M.clients()
+  if has_011 then
+    vim.lsp.enable(M.name, false) -- this stops them too
+  else
+    for _, client in ipairs(clients) do
+      stop_client(client, false)
+    end
+  end
+  local deadline = vim.loop.now() + (timeout_ms or 5000)
+  local timer = vim.loop.new_timer()
+  timer:start(0, 20, vim.schedule_wrap(function()
+    local running = vim.tbl_filter(function(client)
+      return not is_stopped(client)
+    end, clients)
+    if #running > 0 and vim.loop.now() < deadline then
+      return
+    end
+    for _, client in ipairs(running) do
+      stop_client(client, true)
+    end
+    if not timer:is_closing() then
+      timer:close()
+      if done then
+        done()
+      end
+    end
+  end))
+end
+
+--- What the last start() was given, for restart().
+local started
+
+--- Stops the server and starts it again with the same options (:ScopeCacheRestart).
+function M.restart(done)
+  if not started then
+    return false
+  end
+  M.stop(function()
+    M.start(started.opts, started.on_attach)
+    if done then
+      done()
+    end
+  end)
+  return true
+end
+
 --- Starts (or enables) the server for opts.filetypes; on_attach(client, bufnr) per buffer.
 function M.start(opts, on_attach)
+  started = { opts = opts, on_attach = on_attach }
   local config = client_config(opts, on_attach)
   if has_011 then
     vim.lsp.config(M.name, config)
