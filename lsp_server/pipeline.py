@@ -69,6 +69,8 @@ class Suggestion:
 
     text: str
     source: str
+    #: a speculative answer another process fetched (counted as speculativeL2.served)
+    shared_speculative: bool = False
 
 
 def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
@@ -178,6 +180,8 @@ class CompletionPipeline:
             text = fit_to_line(suggestion.text, ctx.line_suffix)
             if text:
                 self.stats.record_served(suggestion.source, latency_ms)
+                if suggestion.shared_speculative:
+                    self.stats.speculative_l2_served += 1
                 self.metrics.record_request(method, suggestion.source, "served", latency_ms / 1e3)
                 return Suggestion(text, suggestion.source)
         self.stats.record_empty(latency_ms)
@@ -216,9 +220,8 @@ class CompletionPipeline:
         hit = self.store.lookup(key, anchor, ctx.line_prefix)
         if hit is None:
             return None
-        if hit.entry.origin == SPECULATIVE_FROM_L2:
-            self.stats.speculative_l2_served += 1
-        return Suggestion(hit.text, _hit_source(hit))
+        shared = hit.entry.origin == SPECULATIVE_FROM_L2
+        return Suggestion(hit.text, _hit_source(hit), shared_speculative=shared)
 
     async def _attach(self, anchor: LineAnchor, ctx: SyntaxContext) -> Suggestion | None:
         stream = self.inflight.find(anchor, ctx.line_prefix)
