@@ -8,7 +8,7 @@ STAMP := $(VENV)/.stamp-install
 NPM ?= npm
 VSCODE := editors/vscode
 
-.PHONY: setup demo test lint typecheck unit vscode vsix slo bench bench-quick soak clean
+.PHONY: setup demo test lint typecheck unit vscode vsix code-server slo bench bench-quick soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ vscode: setup
 vsix: vscode
 	cd $(VSCODE) && $(NPM) run package
 
+# code-server and the Node 24 it needs, for the real-VS-Code end-to-end test;
+# installed once under $${SCOPECACHE_TOOLS_DIR:-~/.cache/scopecache/tools}.
+code-server:
+	$(VSCODE)/scripts/install-code-server.sh
+
 unit: setup
 	$(BIN)/pytest -q
 
@@ -50,7 +55,7 @@ slo: setup
 	$(BIN)/scopecache slo check --slo examples/slo.toml --from build/slo-replay.json
 
 # The short SLO gate runs before the long test suite, so a test failure cannot skip it.
-test: lint typecheck vscode slo unit
+test: lint typecheck vscode code-server slo unit
 
 bench: setup
 	$(BIN)/python -m tests.bench

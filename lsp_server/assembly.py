@@ -51,6 +51,7 @@ def endpoint_options(settings: Settings) -> EndpointOptions:
         temperature=c.temperature,
         stop=tuple(c.stop),
         fim_template=c.fim_template,
+        fim_order=c.fim_order,
         prefix_chars=c.prefix_chars,
         suffix_chars=c.suffix_chars,
         max_prompt_tokens=c.max_prompt_tokens,

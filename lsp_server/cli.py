@@ -20,6 +20,8 @@ from transport.reference.options import add_arguments as add_upstream_arguments
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the language server (stdio by default)")
     p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    # LSP clients (vscode-languageclient, others) append --stdio: it is the default.
+    p.add_argument("--stdio", action="store_true", help="serve on stdio (the default)")
     p.add_argument("--config", metavar="FILE", help="TOML settings file")
     p.add_argument("--log-file", metavar="FILE", help="write logs here (default: stderr)")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")

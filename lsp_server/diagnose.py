@@ -10,7 +10,9 @@ then ``--endpoint`` overrides the endpoint). Then, against that service:
    the tokens the service counts, the inflation ratio, window use;
 3. service (``diagnose_service``): TTFT, total time and decode rate of
    streamed completions (p50/p95 over ``--samples``), and the same prompt
-   through ``/chat/completions`` where the service offers it;
+   through ``/chat/completions`` where the service offers it; and the
+   server prompt cache (``diagnose_prompt_cache``): how many prompt tokens a
+   request one keystroke after another re-evaluates;
 4. client (``diagnose_client``): scopecache's pooled transport against a
    cold client, and a running server's cache hit ratio (``--metrics-url``).
 
@@ -41,6 +43,7 @@ from lsp_server.diagnose_client import cache_measurement, diagnose_client
 from lsp_server.diagnose_encoding import encoding_measurements
 from lsp_server.diagnose_errors import explain
 from lsp_server.diagnose_network import diagnose_network
+from lsp_server.diagnose_prompt_cache import diagnose_prompt_cache
 from lsp_server.diagnose_report import LAYERS, Report, failing, info, render_table
 from lsp_server.diagnose_sample import PromptSample, SampleError, builtin_sample, file_sample
 from lsp_server.diagnose_service import (
@@ -49,6 +52,7 @@ from lsp_server.diagnose_service import (
     diagnose_service,
     probe_client,
     prompt_cut_measurement,
+    protocol_row,
     service_measurements,
 )
 from lsp_server.serve import configure_logging, load_settings
@@ -115,11 +119,19 @@ async def diagnose(
         url, _ = probe.completion_body(sample, stream=False)
         try:
             tokens = await probe.prompt_tokens(sample)
+        except errors.ProtocolRejected as exc:
+            report.add("network", failing("protocol", explain(exc, options)))
+            report.add("service", failing("completion endpoint", explain(exc, options)))
+            report.skip_rest(("encoding", "client"),
+                             "not measured: the server rejected the protocol (see network)")
+            return report
         except errors.TransportError as exc:
+            report.add("network", protocol_row(client, options))
             report.add("service", failing("completion endpoint", explain(exc, options)))
             report.skip_rest(("encoding", "client"),
                              "not measured: the completion request failed (see service)")
             return report
+        report.add("network", protocol_row(client, options))
         report.add("encoding", *encoding_measurements(options, sample, tokens))
         if tokens is not None:
             report.add("service", prompt_cut_measurement(probe, sample, tokens))
@@ -129,6 +141,7 @@ async def diagnose(
             report.add("service", *measurements)
         except errors.TransportError as exc:
             report.add("service", failing("streamed completion", explain(exc, options)))
+        report.add("service", await diagnose_prompt_cache(probe, sample))
         backend = build_backend(options)
         try:
             report.add("client", *await diagnose_client(

@@ -39,7 +39,7 @@ from lsp_server.diagnose_service import (
 )
 from lsp_server.stats import percentile
 from transport import errors
-from transport.backend import CompletionBackend
+from transport.backend import CompletionBackend, TransportCounters
 from transport.dns import DnsPrefetcher
 from transport.network import PinnedResolverBackend, is_ip_literal
 from transport.options import EndpointOptions
@@ -139,7 +139,7 @@ async def diagnose_client(
         out.append(failing("transport overhead", explain(exc, options)))
     else:
         out.append(overhead_measurement(diffs))
-    out.append(_connections(backend, samples))
+    out += _connections(backend, samples)
     return out
 
 
@@ -216,13 +216,40 @@ def overhead_measurement(diffs: list[float]) -> Measurement:
     )
 
 
-def _connections(backend: CompletionBackend, samples: int) -> Measurement:
-    opened = backend.counters().connections_opened
+def _connections(backend: CompletionBackend, samples: int) -> list[Measurement]:
+    counters = backend.counters()
+    if counters.protocol == "http/1.1":
+        return _http1_connections(counters, samples)
+    return [_shared_connection(counters.connections_opened, samples)]
+
+
+def _http1_connections(counters: TransportCounters, samples: int) -> list[Measurement]:
+    """HTTP/1.1: many connections are normal; a request waiting for a connect is not."""
+    closed = counters.connections_closed_by_server
+    opened_hint = (f"the server closed {closed}: it closes after each streamed response "
+                   "(llama.cpp does); a spare is kept connected ahead" if closed else None)
+    rows = [
+        info("protocol spoken", "http/1.1"),
+        info("connections opened", counters.connections_opened, hint=opened_hint),
+        info("connections reused", counters.connections_reused),
+    ]
+    waits = counters.connect_waits
+    if waits <= 1:  # the pre-connect itself
+        rows.append(Measurement("requests waiting for a connect", waits, "", "<= 1", "ok", None))
+    else:
+        rows.append(Measurement(
+            "requests waiting for a connect", waits, "", "<= 1", "slow",
+            f"{waits} of {samples} requests waited for a new connection: the server drops "
+            "connections faster than the pool replaces them; raise transport.maxConnections"))
+    return rows
+
+
+def _shared_connection(opened: int, samples: int) -> Measurement:
     if opened <= 1:
         return Measurement("connections opened", opened, "", "1", "ok", None)
     return Measurement("connections opened", opened, "", "1", "slow",
                        f"{opened} connections for {samples} sequential requests: the service "
-                       "closes idle connections, or HTTP/2 is off (transport.http2)")
+                       "closes idle connections")
 
 
 def read_server_stats(source: str) -> dict[str, Any]:

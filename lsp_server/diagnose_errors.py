@@ -52,6 +52,8 @@ def explain(exc: errors.TransportError, options: EndpointOptions) -> str:
         if "caFile" not in text and "CERTIFICATE" in text.upper():
             text += "; trust the service's CA with transport.caFile"
         return text
+    if isinstance(exc, errors.ProtocolRejected):
+        return str(exc)  # names the server and the setting to change
     if isinstance(exc, errors.DNSError):
         return f"{exc}: check the endpoint's host name and transport.nameservers"
     if isinstance(exc, errors.ConnectError):

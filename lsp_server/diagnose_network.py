@@ -180,8 +180,6 @@ async def diagnose_network(
         setup_ms += _ms(handshake)
     else:
         out.append(skipped("tls handshake", "plain http://: no TLS"))
-        alpn = "h2c (prior knowledge)" if options.http2 is True else "http/1.1"
-        out.append(info("protocol", alpn))
         out.append(skipped("tls session resumption", "plain http://: no TLS"))
     out.append(judged("tcp+tls set-up", setup_ms, SETUP_LIMIT,
                       f"a new connection costs {setup_ms:.0f} ms: the endpoint is far away or "

@@ -67,7 +67,7 @@ class PinnedAddresses:
         return list(self._addresses)
 
 
-def probe_client(options: EndpointOptions, backend: PinnedResolverBackend) -> httpx.AsyncClient:
+def probe_client(options: EndpointOptions, backend: PinnedResolverBackend) -> ProbeClient:
     """An httpx client over one pinned connection, with the transport's TLS and timeouts."""
     http1, http2 = options.protocols
     transport = PinnedTransport(
@@ -87,7 +87,26 @@ def probe_client(options: EndpointOptions, backend: PinnedResolverBackend) -> ht
         write=options.write_timeout,
         pool=options.pool_timeout,
     )
-    return httpx.AsyncClient(transport=transport, timeout=timeout, trust_env=False)
+    return ProbeClient(transport, timeout)
+
+
+class ProbeClient(httpx.AsyncClient):
+    """An httpx client that keeps its pinned transport at hand (to ask what it spoke)."""
+
+    def __init__(self, transport: PinnedTransport, timeout: httpx.Timeout) -> None:
+        super().__init__(transport=transport, timeout=timeout, trust_env=False)
+        self.pinned = transport
+
+
+def protocol_row(client: ProbeClient, options: EndpointOptions) -> Measurement:
+    """What the probe's connection actually spoke (``http/1.1``, ``h2``, ``h2c``)."""
+    spoken = client.pinned.protocol
+    if not spoken:
+        return skipped("protocol", "no request went through")
+    hint = None
+    if spoken == "http/1.1" and options.endpoint.startswith("http:"):
+        hint = "plain http:// speaks HTTP/1.1 (transport.http2 = auto); h2c needs true"
+    return info("protocol", spoken, hint=hint)
 
 
 @dataclass(frozen=True)
@@ -158,15 +177,19 @@ class ServiceProbe:
         body["stream"] = stream
         return url, body
 
-    async def prompt_tokens(self, sample: PromptSample) -> int | None:
-        """Tokens the service says it read for ``sample`` (None: it does not report them)."""
+    async def post_json(self, sample: PromptSample) -> Any:
+        """The non-streamed answer's JSON for ``sample`` (None when it is not JSON)."""
         url, body = self.completion_body(sample, stream=False)
         response = await self._client.post(url, json=body, headers=self._headers)
         _raise_for_status(response, url)
         try:
-            return _usage_tokens(self._provider.name, response.json())
+            return response.json()
         except ValueError:
             return None
+
+    async def prompt_tokens(self, sample: PromptSample) -> int | None:
+        """Tokens the service says it read for ``sample`` (None: it does not report them)."""
+        return _usage_tokens(self._provider.name, await self.post_json(sample))
 
     async def _timed(
         self, url: str, body: dict[str, Any], texts: Callable[[httpx.Response], AsyncIterator[str]]

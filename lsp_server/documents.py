@@ -80,6 +80,9 @@ class Document:
         self.parse_skipped: str | None = None
         self._parser: Parser | None = parser_for(spec)
         self._text: str | None = text
+        #: first line of the prompt's prefix window, remembered between
+        #: requests by ``lsp_server.prompt_window`` so that it stays put
+        self.prompt_anchor: int | None = None
         #: the text holds a NUL byte (binary): kept current per edit, so a
         #: keystroke never scans the whole buffer for one
         self._has_nul = b"\0" in self.buffer.data

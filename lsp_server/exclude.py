@@ -7,6 +7,7 @@ when they contain a slash, the whole path (``**/secrets/**``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from functools import lru_cache
@@ -44,3 +45,21 @@ def _matches(uri: str, patterns: Sequence[str]) -> bool:
         elif fnmatchcase(name, pattern):
             return True
     return False
+
+
+# Assignments of credentials, private keys and the shapes of well-known tokens.
+_SECRET_TEXT = re.compile(
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----"
+    r"|\b(?:api[_-]?key|secret|token|passw(?:or)?d|credential)s?\w*[\"']?\s*[:=]\s*[\"'][^\"'\s]{8,}"
+    r"|\b(?:sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|xox[abpr]-[A-Za-z0-9-]{10,})",
+    re.IGNORECASE,
+)
+
+
+def looks_secret(text: str) -> bool:
+    """True when ``text`` seems to hold a credential (a key, token or password literal).
+
+    Used for text that would leave the machine as context from another file:
+    such a chunk is left out rather than redacted.
+    """
+    return _SECRET_TEXT.search(text) is not None

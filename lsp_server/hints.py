@@ -60,7 +60,14 @@ def signal_values(stats: Mapping[str, Any]) -> dict[str, float]:
         "connectErrors": float(by_kind.get("connect", 0) + by_kind.get("reset", 0)),
         "tlsErrors": float(by_kind.get("tls", 0)),
         "dnsErrors": float(by_kind.get("dns", 0)),
-        "connectionsOpened": float(transport.get("connectionsOpened", 0)),
+        # On HTTP/1.1 servers may close after every stream (llama.cpp does) and
+        # the pool replaces them ahead of need: only a request that had to wait
+        # for a connect is a reopened connection that cost something.
+        "connectionsOpened": float(
+            transport.get("connectWaits", 0)
+            if transport.get("protocol") == "http/1.1"
+            else transport.get("connectionsOpened", 0)
+        ),
         "dnsLookups": float(transport.get("dnsLookups", 0)),
         "dnsFallbacks": float(transport.get("dnsFallbacks", 0)),
         "circuitOpen": 1.0 if transport.get("circuit") == "open" else 0.0,

@@ -116,6 +116,9 @@ class InflightRegistry:
             uri=uri, anchor=anchor, line_prefix=line_prefix, predicted=predicted
         )
         stream.task = asyncio.ensure_future(self._pump(stream, open_stream, on_complete))
+        # A stream whose waiters all left may still fail (service unreachable):
+        # its error is the caller's to report, not asyncio's "never retrieved".
+        stream.task.add_done_callback(_settle)
         self._by_anchor.setdefault(anchor, []).append(stream)
         return stream
 
@@ -226,3 +229,8 @@ def _on_the_way(predicted: tuple[int, str], line: int, line_prefix: str) -> bool
     """The user is still typing the predicted line, or has reached the next one."""
     predicted_line, text = predicted
     return (line == predicted_line and text.startswith(line_prefix)) or line == predicted_line + 1
+
+
+def _settle(task: asyncio.Future[str]) -> None:
+    if not task.cancelled() and (error := task.exception()) is not None:
+        logger.debug("in-flight stream failed: %s", error)

@@ -260,10 +260,16 @@ async def timed_stream(
 
 def pool_state(backend: CompletionBackend | None, max_connections: int) -> dict[str, int]:
     """Connections of the backend's pool: ``open``, ``inUse``, ``idle`` and ``max``."""
-    connections = getattr(getattr(backend, "transport", None), "connections", None)
+    transport = getattr(backend, "transport", None)
+    connections = getattr(transport, "connections", None)
     if not isinstance(connections, list):
         return {"open": 0, "inUse": 0, "idle": 0, "max": max_connections}
-    idle = sum(1 for c in connections if c.is_idle())
+    http1 = getattr(transport, "http1", None)
+    if http1 is not None:
+        # HTTP/1.1 spares are connected but never used yet: idle, not in use.
+        idle = len(connections) - int(http1.in_use())
+    else:
+        idle = sum(1 for c in connections if c.is_idle())
     return {
         "open": len(connections),
         "inUse": len(connections) - idle,

@@ -92,6 +92,19 @@ def _families(stats: Mapping[str, Any], registry: MetricsRegistry) -> Iterator[A
          transport.get("dnsFallbacks", 0)),
         ("scopecache_streams_reset", "HTTP/2 streams reset by us.",
          transport.get("streamsReset", 0)),
+        ("scopecache_connections_reused", "HTTP/1.1 requests sent on a kept-alive connection.",
+         transport.get("connectionsReused", 0)),
+        ("scopecache_connections_closed_by_cancel",
+         "HTTP/1.1 connections closed to cancel a stream.",
+         transport.get("connectionsClosedByCancel", 0)),
+        ("scopecache_connections_closed_by_server",
+         "HTTP/1.1 connections the service closed.",
+         transport.get("connectionsClosedByServer", 0)),
+        ("scopecache_connections_retired",
+         "HTTP/1.1 idle connections closed before the service's keep-alive timeout.",
+         transport.get("connectionsRetired", 0)),
+        ("scopecache_connect_waits", "HTTP/1.1 requests that waited for a connect.",
+         transport.get("connectWaits", 0)),
         ("scopecache_stale_rejections", "Suggestions withheld because the buffer moved.",
          stats.get("rejectedStale", 0)),
         ("scopecache_accepted", "Suggestions the user accepted.", stats.get("accepted", 0)),
@@ -114,6 +127,18 @@ def _families(stats: Mapping[str, Any], registry: MetricsRegistry) -> Iterator[A
         current = str(transport.get("circuit", "closed")).replace("-", "_")
         circuit.add_metric([state], 1.0 if current == state else 0.0)
     yield circuit
+
+    protocol = GaugeMetricFamily(
+        "scopecache_protocol", "1 for the HTTP version the connections speak.",
+        labels=["protocol"],
+    )  # fmt: skip
+    for spoken in ("http/1.1", "h2", "h2c"):
+        protocol.add_metric([spoken], 1.0 if transport.get("protocol") == spoken else 0.0)
+    yield protocol
+    yield GaugeMetricFamily(
+        "scopecache_connections_ready", "HTTP/1.1 idle connections ready for a request.",
+        value=transport.get("connectionsReady", 0),
+    )  # fmt: skip
 
     pool = stats.get("pool", {})
     connections = GaugeMetricFamily(

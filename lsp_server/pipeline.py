@@ -36,6 +36,7 @@ from typing import Protocol
 from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey, fingerprint
 from cache.store import CompletionStore, Hit
+from lsp_server.cross_file import PromptContext
 from lsp_server.inflight import InflightRegistry
 from lsp_server.metrics import MetricsRegistry
 from lsp_server.mid_line import position_allowed, suggestion_allowed
@@ -124,6 +125,7 @@ class CompletionPipeline:
         l2: SharedTier | None = None,
         clock: Callable[[], float] = time.perf_counter,
         metrics: MetricsRegistry | None = None,
+        prompt_context: Callable[[str], PromptContext] | None = None,
     ) -> None:
         self.store = store
         self.backend = backend
@@ -133,6 +135,8 @@ class CompletionPipeline:
         self.l2 = l2
         self.clock = clock
         self.metrics = metrics if metrics is not None else MetricsRegistry()
+        #: other files' chunks and names sent with a miss in a document
+        self.prompt_context = prompt_context
         self.completion = completion
         self.upstream = UpstreamStreams(self, notifier=notifier, completion=completion)
         #: documents whose speculative prefetch is looking in L2 right now

@@ -15,7 +15,11 @@ Departures from pygls's defaults, all deliberate:
   come from ``lsp_server.framing``, which answers bodies that are not messages;
 * a notification handled by a generator (didOpen, didChange, didClose) does
   not stay behind in pygls's table of running requests: pygls 2.1 files it
-  there and never removes it, one leaked future per keystroke.
+  there and never removes it, one leaked future per keystroke;
+* list completion (``completionProvider``) is not offered to a client that
+  says it shows inline completions, unless ``completion.listAlongsideInline``
+  asks for it: VS Code would open its suggestion list beside the ghost text,
+  and Tab would accept the list item instead. Requests are still answered.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, lsp_method
+
+from lsp_server.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +124,20 @@ class ScopecacheProtocol(LanguageServerProtocol):
             {"jsonrpc": "2.0", "id": msg_id, "error": {"code": int(code), "message": message}}
         )
 
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(
+        self, params: types.InitializeParams
+    ) -> Generator[Any, Any, types.InitializeResult]:
+        """Answer initialize as pygls does, minus list completion for ghost-text clients."""
+        result: types.InitializeResult = yield from super().lsp_initialize(params)
+        # Our initialize handler has applied the initializationOptions by now.
+        settings = getattr(self._server, "settings", None)
+        if isinstance(settings, Settings) and not offers_list_completion(
+            params.capabilities, settings
+        ):
+            result.capabilities.completion_provider = None
+        return result
+
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(
         self, params: types.DidOpenTextDocumentParams
@@ -141,3 +161,16 @@ class ScopecacheProtocol(LanguageServerProtocol):
         """Hand the close to our handler only."""
         if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield handler, (params,), None
+
+
+
+def offers_list_completion(capabilities: types.ClientCapabilities, settings: Settings) -> bool:
+    """True when ``completionProvider`` goes into the answer to ``initialize``.
+
+    A client that shows inline completions gets it only when
+    ``completion.listAlongsideInline`` is on.
+    """
+    text_document = capabilities.text_document
+    if text_document is None or text_document.inline_completion is None:
+        return True
+    return settings.completion.list_alongside_inline

@@ -97,6 +97,8 @@ class ReplayResult:
             "tokens": self.server_stats.get("tokens", {}),
             "rejectedStale": self.server_stats.get("rejectedStale", 0),
             "connectionsOpened": transport.get("connectionsOpened", 0),
+            "protocol": transport.get("protocol", ""),
+            "connectWaits": transport.get("connectWaits", 0),
             "dnsLookups": transport.get("dnsLookups", 0),
             "settings": self.settings,
         }
@@ -147,6 +149,8 @@ def results_table(summary: Mapping[str, Any], title: str = "replay") -> Table:
     for kind in ("hit", "miss"):
         table.add_row(f"{kind} latency p50 / p95 (ms)", f"{lat[kind]['p50']} / {lat[kind]['p95']}")
     table.add_row("connections opened", str(summary["connectionsOpened"]))
+    if summary.get("protocol") == "http/1.1":
+        table.add_row("requests that waited for a connect", str(summary["connectWaits"]))
     table.add_row("DNS lookups", str(summary["dnsLookups"]))
     table.add_row("instant (<= 10 ms)", f"{100 * summary['instant']:.1f}%")
     table.add_row("never answered before the next keystroke", str(summary["neverAnswered"]))

@@ -77,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     server = create_server(settings)
     if problems:
         server.notifier.problem("config", "settings file problems: " + "; ".join(problems))
+    if args.tcp and getattr(args, "stdio", False):
+        logger.error("--stdio and --tcp exclude each other: pass one of them")
+        return 2
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")
         if not port.isdigit() or int(port) > 65535:

@@ -22,6 +22,7 @@ from pygls.lsp.server import LanguageServer
 from cache.heat import ContextHeat
 from cache.store import CompletionStore
 from lsp_server import assembly
+from lsp_server.cross_file import CrossFileContext, prompt_context
 from lsp_server.document_store import DocumentStore
 from lsp_server.documents import Document
 from lsp_server.endpoint_retry import EndpointRetry
@@ -86,6 +87,9 @@ class ScopecacheServer(LanguageServer):
         self.metrics_endpoint: MetricsEndpoint | None = None
         self.notifier = UserNotifier(self.window_show_message)
         self.documents = DocumentStore(max_parse_bytes=self.settings.max_parse_bytes)
+        self.cross_file = CrossFileContext(
+            self.documents, lambda: self.settings, root=self._workspace_root
+        )
         self.inflight = InflightRegistry()
         self.throttle = MissThrottle()
         self.speculator = SpeculativePrefetcher(self.settings.speculative)
@@ -230,7 +234,15 @@ class ScopecacheServer(LanguageServer):
             completion=self.settings.completion,
             l2=self.l2,
             metrics=self.metrics,
+            prompt_context=lambda uri: prompt_context(self.cross_file, self.documents, uri),
         )
+
+    def _workspace_root(self) -> str | None:
+        try:
+            root = self.workspace.root_uri
+        except Exception:  # no workspace before initialize
+            return None
+        return root if isinstance(root, str) else None
 
     # -- lifecycle --------------------------------------------------------
 

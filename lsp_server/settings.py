@@ -22,6 +22,8 @@ Provider = Literal["auto", "openai", "llamacpp", "ollama"]
 L2Kind = Literal["none", "sqlite", "redis"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
+PromptWindowKind = Literal["anchored", "sliding", "lines", "tokens"]
+FimOrder = Literal["psm", "spm"]
 MidLine = Literal["closers", "always", "never"]
 #: ``transport.http2``: ``"auto"`` negotiates, ``True`` requires h2, ``False`` never offers it
 Http2Mode = Literal["auto"] | bool
@@ -134,6 +136,9 @@ class CompletionSettings:
     stop: list[str] = field(default_factory=list)
     #: explicit fill-in-the-middle template for OpenAI-compatible servers
     fim_template: FimTemplate = ""
+    #: "spm" puts the suffix first where the template supports it (StarCoder,
+    #: CodeLlama), so a server's KV cache reuses more of the prompt
+    fim_order: FimOrder = "psm"
     #: prompt prefix window (characters / lines before the cursor)
     prefix_chars: int = 4000
     prefix_lines: int = 120
@@ -142,8 +147,14 @@ class CompletionSettings:
     suffix_lines: int = 30
     #: scope-local text fingerprinted into the cache key
     scope_chars: int = 2000
+    #: how the prompt's prefix window is cut: "anchored" keeps its start put
+    #: so the server's KV cache is reused; "sliding", "lines" and "tokens"
+    #: are other clients' designs, kept for the benchmark
+    prompt_window: PromptWindowKind = "anchored"
     #: ask for several lines after a block opener
     multiline: bool = True
+    #: also offer list completion to clients that show ghost text (read at initialize)
+    list_alongside_inline: bool = False
     #: prompt token limit where the service does not tell one (llama.cpp's -b)
     max_prompt_tokens: int = 2048
     #: Ollama's keep_alive: how long it keeps the model loaded ("" = its default)
@@ -160,6 +171,20 @@ class CompletionSettings:
         _check(0.0 <= self.temperature <= 2.0, "temperature must be in [0, 2]")
         for name in ("prefix_chars", "prefix_lines", "suffix_chars", "suffix_lines", "scope_chars"):
             _check(getattr(self, name) >= 1, f"{camel_case(name)} must be >= 1")
+
+
+@dataclass(kw_only=True)
+class ContextSettings:
+    """Cross-file context: other open documents' text sent ahead of the prompt."""
+
+    #: send chunks of other open documents and the definitions the file imports
+    cross_file: bool = True
+    #: most characters of other files' text per request
+    max_chars: int = 3000
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first bad value."""
+        _check(self.max_chars >= 0, "maxChars must be >= 0")
 
 
 @dataclass(kw_only=True)
@@ -221,6 +246,7 @@ class Settings:
     cache: CacheSettings = field(default_factory=CacheSettings)
     transport: TransportSettings = field(default_factory=TransportSettings)
     completion: CompletionSettings = field(default_factory=CompletionSettings)
+    context: ContextSettings = field(default_factory=ContextSettings)
     throttle: ThrottleSettings = field(default_factory=ThrottleSettings)
     speculative: SpeculativeSettings = field(default_factory=SpeculativeSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)

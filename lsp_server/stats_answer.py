@@ -41,6 +41,13 @@ def stats_answer(ls: ScopecacheServer) -> dict[str, Any]:
         "streamsReset": counters.streams_reset if counters else 0,
         "ttftMsP50": counters.ttft_ms_p50 if counters else 0.0,
         "ttftMsP95": counters.ttft_ms_p95 if counters else 0.0,
+        "protocol": counters.protocol if counters else "",
+        "connectionsReused": counters.connections_reused if counters else 0,
+        "connectionsClosedByCancel": counters.connections_closed_by_cancel if counters else 0,
+        "connectionsClosedByServer": counters.connections_closed_by_server if counters else 0,
+        "connectionsRetired": counters.connections_retired if counters else 0,
+        "connectWaits": counters.connect_waits if counters else 0,
+        "connectionsReady": counters.connections_ready if counters else 0,
     }
     snapshot["provider"] = (
         ls.backend.service() if ls.backend is not None else {}

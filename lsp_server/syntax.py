@@ -30,6 +30,8 @@ Rules, chosen to stay stable while the user types incomplete code:
   user types on one line, the end found first holds: see
   ``lsp_server.line_context.suffix_bound``); ``prefix`` may reach outside the
   scope.
+* **Prompt**: ``prompt_prefix``/``prompt_suffix`` are what a miss sends
+  upstream (see ``lsp_server.prompt_window``); no key is built from them.
 * Without a tree (no grammar, too large, binary) the context is text only:
   depth 0, node and parent ``"text"``, and the scope is the prefix window.
 """
@@ -37,7 +39,7 @@ Rules, chosen to stay stable while the user types incomplete code:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lsprotocol.types import Position
 from tree_sitter import Node
@@ -47,7 +49,8 @@ from lsp_server.documents import Document
 from lsp_server.languages import LanguageSpec
 from lsp_server.line_context import line_context, suffix_bound
 from lsp_server.positions import TextBuffer
-from lsp_server.settings import CompletionSettings
+from lsp_server.prompt_window import prompt_window
+from lsp_server.settings import CompletionSettings, PromptWindowKind
 from lsp_server.syntax_reads import ERROR_NODE, head_text, node_path, tail_text
 
 logger = logging.getLogger(__name__)
@@ -87,6 +90,9 @@ class SyntaxContext:
     parsed: bool
     #: the position was out of range (or inside a character) and was clamped
     clamped: bool = False
+    #: what a miss sends upstream (``lsp_server.prompt_window``); never part of a key
+    prompt_prefix: str = ""
+    prompt_suffix: str = ""
 
 
 def syntax_context(
@@ -98,6 +104,7 @@ def syntax_context(
     suffix_chars: int = 1000,
     suffix_lines: int = 30,
     scope_chars: int = 2000,
+    prompt: PromptWindowKind = "anchored",
 ) -> SyntaxContext:
     """The syntax context of ``doc`` at ``position`` (clamped; never raises on a bad one)."""
     buf = doc.buffer
@@ -119,10 +126,25 @@ def syntax_context(
     suffix_end = min(buf.line_end(last_line), off + 4 * suffix_chars)
 
     tree, spec = doc.tree, doc.spec
+
+    def with_prompt(ctx: SyntaxContext) -> SyntaxContext:
+        prompt_prefix, prompt_suffix = prompt_window(
+            doc,
+            off,
+            line,
+            kind=prompt,
+            scope_suffix=ctx.suffix,
+            sliding_prefix=prefix,
+            prefix_chars=prefix_chars,
+            prefix_lines=prefix_lines,
+            suffix_chars=suffix_chars,
+        )
+        return replace(ctx, prompt_prefix=prompt_prefix, prompt_suffix=prompt_suffix)
+
     stripped = data[window_start:off].rstrip()
     anchor = window_start + len(stripped) - 1 if stripped else None
     if tree is None or spec is None:
-        return SyntaxContext(
+        return with_prompt(SyntaxContext(
             language=doc.language,
             line=line,
             character=where.character,
@@ -148,7 +170,7 @@ def syntax_context(
             ),
             parsed=False,
             clamped=where.clamped,
-        )
+        ))
 
     path = node_path(tree, anchor) if anchor is not None else [tree.root_node]
     opener = block_opener(tree, spec, buf, path, anchor, line_start, line_suffix, at_line_start)
@@ -171,7 +193,7 @@ def syntax_context(
     scope_start = 0 if scope == root else scope.start_byte
     scope_end = len(data) if scope == root else scope.end_byte
     bound = suffix_bound(doc, spec, line_start, line_end, scope_end, 4 * scope_chars)
-    return SyntaxContext(
+    return with_prompt(SyntaxContext(
         language=doc.language,
         line=line,
         character=where.character,
@@ -193,7 +215,7 @@ def syntax_context(
         block_opener=opener,
         parsed=True,
         clamped=where.clamped,
-    )
+    ))
 
 
 def completion_context(
@@ -208,6 +230,7 @@ def completion_context(
         suffix_chars=windows.suffix_chars,
         suffix_lines=windows.suffix_lines,
         scope_chars=windows.scope_chars,
+        prompt=windows.prompt_window,
     )
 
 

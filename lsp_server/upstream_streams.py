@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey
+from lsp_server.cross_file import PromptContext
 from lsp_server.inflight import InflightStream
 from lsp_server.metrics import timed_stream
 from lsp_server.notify import UserNotifier
@@ -62,9 +63,12 @@ class UpstreamStreams:
         )
         assert backend is not None
         speculative = predicted is not None
+        context = (
+            pipeline.prompt_context(uri) if pipeline.prompt_context is not None else PromptContext()
+        )
         request = CompletionRequest(
-            prefix=ctx.prefix,
-            suffix=ctx.suffix,
+            prefix=ctx.prompt_prefix,
+            suffix=ctx.prompt_suffix,
             language=ctx.language,
             max_tokens=self.completion.max_tokens,
             temperature=self.completion.temperature,
@@ -72,6 +76,9 @@ class UpstreamStreams:
             multiline=self.completion.multiline and ctx.block_opener,
             request_id=f"r{next(self._ids)}",
             speculative=speculative,
+            extra=context.extra,
+            filename=context.filename,
+            repo_name=context.repo_name,
         )
         started = clock()
 

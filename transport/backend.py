@@ -22,6 +22,15 @@ DEFAULT_MAX_TOKENS = 64
 DEFAULT_TEMPERATURE = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class ContextChunk:
+    """Text from another file sent ahead of the prompt (cross-file context)."""
+
+    #: the file's path as the model should see it (relative to the workspace)
+    filename: str
+    text: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class CompletionRequest:
     """One fill-in-the-middle completion to ask a service for."""
@@ -38,6 +47,11 @@ class CompletionRequest:
     request_id: str = ""
     #: background prefetch: lowest priority, first to be shed
     speculative: bool = False
+    #: other files' chunks, in the order they are to be sent (least changing first)
+    extra: tuple[ContextChunk, ...] = ()
+    #: the current file's path as the model should see it, and the project's name
+    filename: str = ""
+    repo_name: str = ""
 
 
 @dataclass(kw_only=True)
@@ -56,6 +70,20 @@ class TransportCounters:
     streams_reset: int = 0
     #: DNS answers that came from the system resolver after the nameservers failed
     dns_fallbacks: int = 0
+    #: what the connection actually speaks: ``http/1.1``, ``h2`` or ``h2c`` ("" before one)
+    protocol: str = ""
+    #: HTTP/1.1: requests sent on a connection that had served before
+    connections_reused: int = 0
+    #: HTTP/1.1: connections closed because a stream was cancelled (the server stops)
+    connections_closed_by_cancel: int = 0
+    #: HTTP/1.1: connections the server closed (after a stream, idle, ``Connection: close``)
+    connections_closed_by_server: int = 0
+    #: HTTP/1.1: idle connections closed before the server's ``Keep-Alive`` timeout
+    connections_retired: int = 0
+    #: HTTP/1.1: requests that waited for a connect because no connection was ready
+    connect_waits: int = 0
+    #: HTTP/1.1: idle connections ready for the next request
+    connections_ready: int = 0
     #: time to first text chunk over recent upstream requests, in milliseconds
     ttft_ms_p50: float = 0.0
     ttft_ms_p95: float = 0.0

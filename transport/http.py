@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import httpcore
 import httpx
 
 from transport import errors
@@ -62,6 +63,11 @@ DEADLINE_READ_TIMEOUTS = 2.0
 REDETECT_SECONDS = 5.0
 
 Sleep = Callable[[float], Awaitable[None]]
+
+
+def _origin(options: EndpointOptions) -> httpcore.Origin:
+    scheme = options.endpoint.split(":", 1)[0]
+    return httpcore.Origin(scheme.encode(), options.host.encode("idna"), options.port)
 
 
 class HttpCompletionBackend(CompletionBackend):
@@ -105,6 +111,8 @@ class HttpCompletionBackend(CompletionBackend):
                 max_connections=options.max_connections,
                 max_keepalive=options.max_keepalive,
                 keepalive_expiry=options.keepalive_expiry,
+                origin=_origin(options),
+                connect_timeout=options.connect_timeout,
             )
         self.transport = transport
         self._client = httpx.AsyncClient(
@@ -167,6 +175,8 @@ class HttpCompletionBackend(CompletionBackend):
             await self._identify_service()
         else:
             await self._warmer.preconnect()
+        if isinstance(self.transport, PinnedTransport):
+            self.transport.prepare()
         self._warmer.start()
 
     async def _identify_service(self) -> None:
@@ -354,6 +364,16 @@ class HttpCompletionBackend(CompletionBackend):
             snapshot.connections_opened = self._network.connections_opened
         if isinstance(self.transport, PinnedTransport):
             snapshot.streams_reset = self.transport.streams_reset
+            snapshot.protocol = self.transport.protocol
+            pool = self.transport.http1
+            if pool is not None:
+                c = pool.counters
+                snapshot.connections_reused = c.reused
+                snapshot.connections_closed_by_cancel = c.closed_by_cancel
+                snapshot.connections_closed_by_server = c.closed_by_server
+                snapshot.connections_retired = c.retired
+                snapshot.connect_waits = c.connect_waits
+                snapshot.connections_ready = pool.ready()
         snapshot.circuit = self.breaker.state
         if self._ttft_ms:
             ordered = sorted(self._ttft_ms)

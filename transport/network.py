@@ -196,22 +196,39 @@ class PriorKnowledgeStream(httpcore.AsyncNetworkStream):
         self._stream = stream
         self._host = host
         self._first = True
+        self._wrote = False
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         """Read; the first bytes must not be an HTTP/1.x status line."""
-        data = await self._stream.read(max_bytes, timeout)
-        if self._first and data:
-            self._first = False
-            if data.startswith(b"HTTP/1."):
-                raise ProtocolRejected(
-                    f"{self._host} speaks HTTP/1.1 only (it rejected HTTP/2 prior knowledge): "
-                    "set transport.http2 to auto"
-                )
+        if not self._first:
+            return await self._stream.read(max_bytes, timeout)
+        try:
+            data = await self._stream.read(max_bytes, timeout)
+        except httpcore.ReadError as exc:
+            # Closing with our unread frames in its buffer makes the server's
+            # kernel send a reset, which can overtake its 400.
+            raise self._rejected("it reset the connection on the HTTP/2 preface") from exc
+        self._first = False
+        if not data:
+            raise self._rejected("it closed the connection on the HTTP/2 preface")
+        if data.startswith(b"HTTP/1."):
+            raise self._rejected("it answered the HTTP/2 preface in HTTP/1.1")
         return data
 
+    def _rejected(self, how: str) -> ProtocolRejected:
+        return ProtocolRejected(
+            f"{self._host} speaks HTTP/1.1 only ({how}): set transport.http2 to auto"
+        )
+
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        """Write through."""
-        await self._stream.write(buffer, timeout)
+        """Write through; a write failing after the preface went out is a rejection."""
+        try:
+            await self._stream.write(buffer, timeout)
+        except httpcore.WriteError as exc:
+            if self._first and self._wrote:
+                raise self._rejected("it closed the connection on the HTTP/2 preface") from exc
+            raise
+        self._wrote = True
 
     async def aclose(self) -> None:
         """Close the socket."""

@@ -18,6 +18,7 @@ from transport.errors import ConfigurationError
 
 Provider = Literal["auto", "openai", "llamacpp", "ollama"]
 FimTemplate = Literal["", "starcoder", "qwen", "deepseek", "codellama"]
+FimOrder = Literal["psm", "spm"]
 AuthKind = Literal["static", "oauth2-client-credentials", "command"]
 #: ``"auto"``: negotiate over TLS, HTTP/1.1 on http://; ``True``: HTTP/2 only; ``False``: HTTP/1.1
 Http2Mode = Literal["auto"] | bool
@@ -89,6 +90,8 @@ class EndpointOptions:
     temperature: float = DEFAULT_TEMPERATURE
     stop: tuple[str, ...] = ()
     fim_template: FimTemplate = ""
+    #: prefix first (psm) or, where the template has it, suffix first (spm)
+    fim_order: FimOrder = "psm"
     #: the prompt's character budget is prefix_chars + suffix_chars; when one
     #: side is shorter, the other may use the rest
     prefix_chars: int = DEFAULT_PREFIX_CHARS

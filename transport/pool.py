@@ -8,6 +8,10 @@ boundary, to ``transport.errors``; whether a failure happened before any
 byte of the response arrived (``ConnectError``: safe to retry) or in the
 middle of the body (``StreamResetError``) is decided by where it was raised.
 
+When only HTTP/1.1 may be spoken, ``transport.http1_pool.Http1Pool`` takes
+the place of httpcore's pool: kept-alive connections with a spare always
+connected, replaced in the background when one is cancelled or closed.
+
 ``ConnectionWarmer`` opens the connection before the first completion needs
 it and keeps it open across idle periods: after ``keep_warm_seconds`` without
 traffic it sends one cheap GET, but only while the backend is in use (a real
@@ -28,6 +32,7 @@ import httpcore
 import httpx
 
 from transport import errors
+from transport.http1_pool import DEFAULT_SPARES, Http1Pool
 from transport.network import PinnedConnection, PinnedResolverBackend
 from transport.tasks import stop_tasks
 
@@ -69,7 +74,8 @@ def map_errors(host: str, *, body: bool) -> Iterator[None]:
             raise errors.TLSError(f"TLS with {host} failed: {reason}{hint}") from exc
         if body:
             raise errors.StreamResetError(f"connection to {host} broke mid-response") from exc
-        raise errors.ConnectError(f"cannot reach {host}: {exc or type(exc).__name__}") from exc
+        reason = str(exc) or type(exc).__name__
+        raise errors.ConnectError(f"cannot reach {host}: {reason}") from exc
     except httpcore.ProtocolError as exc:
         raise errors.UpstreamProtocolError(f"HTTP protocol error with {host}") from exc
     except httpcore.UnsupportedProtocol as exc:
@@ -145,19 +151,48 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         max_connections: int = 12,
         max_keepalive: int = 8,
         keepalive_expiry: float | None = 120.0,
+        origin: httpcore.Origin | None = None,
+        connect_timeout: float | None = 3.0,
+        spares: int = DEFAULT_SPARES,
     ) -> None:
         self.backend = backend
         #: HTTP/2 streams reset by us because the caller stopped reading
         self.streams_reset = 0
-        self._pool = PinnedConnectionPool(
-            network_backend=backend,
+        #: HTTP/1.1 only (and the origin known): our keep-alive pool with spares
+        self.http1: Http1Pool | None = None
+        self._pool: httpcore.AsyncConnectionPool | Http1Pool
+        self._origin = origin
+        self._http1_settings = (ssl_context, max_connections, keepalive_expiry, connect_timeout)
+        self._spares = spares
+        #: over TLS with both offered: switch to the HTTP/1.1 pool once ALPN picks it
+        self._may_learn_http1 = origin is not None and http1 and http2
+        #: pools replaced by the HTTP/1.1 one, closed with the transport
+        self._replaced: list[httpcore.AsyncConnectionPool] = []
+        if origin is not None and http1 and not http2:
+            self.http1 = self._pool = self._new_http1_pool()
+        else:
+            self._pool = PinnedConnectionPool(
+                network_backend=backend,
+                ssl_context=ssl_context,
+                http1=http1,
+                http2=http2,
+                max_connections=max_connections,
+                max_keepalive_connections=max_keepalive,
+                keepalive_expiry=keepalive_expiry,
+                on_reset=self._count_reset,
+            )
+
+    def _new_http1_pool(self) -> Http1Pool:
+        assert self._origin is not None
+        ssl_context, max_connections, keepalive_expiry, connect_timeout = self._http1_settings
+        return Http1Pool(
+            self._origin,
+            network_backend=self.backend,
             ssl_context=ssl_context,
-            http1=http1,
-            http2=http2,
             max_connections=max_connections,
-            max_keepalive_connections=max_keepalive,
             keepalive_expiry=keepalive_expiry,
-            on_reset=self._count_reset,
+            connect_timeout=connect_timeout,
+            spares=self._spares,
         )
 
     def _count_reset(self) -> None:
@@ -166,12 +201,44 @@ class PinnedTransport(httpx.AsyncBaseTransport):
     @property
     def connections(self) -> list[httpcore.AsyncConnectionInterface]:
         """The pool's current connections."""
-        return self._pool.connections
+        return list(self._pool.connections)
+
+    @property
+    def protocol(self) -> str:
+        """What the connections actually speak: ``http/1.1``, ``h2``, ``h2c``, or ``""``."""
+        if self.http1 is not None:
+            return "http/1.1"
+        for connection in self._pool.connections:
+            spoken = getattr(connection, "protocol", "")
+            if spoken:
+                self._protocol = spoken
+        return self._protocol
+
+    _protocol = ""
+
+    def prepare(self) -> None:
+        """Start keeping connections ready ahead of requests (HTTP/1.1 pool)."""
+        self._learn_protocol()
+        if self.http1 is not None:
+            self.http1.prepare()
+
+    def _learn_protocol(self) -> None:
+        """The server picked http/1.1 in ALPN: from now on, the HTTP/1.1 pool serves."""
+        if not self._may_learn_http1 or self.http1 is not None:
+            return
+        if self.protocol != "http/1.1":
+            return
+        assert isinstance(self._pool, httpcore.AsyncConnectionPool)
+        self._replaced.append(self._pool)
+        self.http1 = self._pool = self._new_http1_pool()
+        logger.info("the service chose HTTP/1.1: keeping spare connections ready")
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through the pool; errors come out as ``transport.errors``."""
         assert isinstance(request.stream, httpx.AsyncByteStream)
         host = request.url.host
+        if request.url.port is not None:
+            host = f"{host}:{request.url.port}"
         core_request = httpcore.Request(
             method=request.method,
             url=httpcore.URL(
@@ -186,6 +253,7 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         )
         with map_errors(host, body=False):
             response = await self._pool.handle_async_request(core_request)
+        self._learn_protocol()
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
@@ -195,9 +263,13 @@ class PinnedTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         """Close every connection."""
+        for pool in self._replaced:
+            await pool.aclose()
         await self._pool.aclose()
 
     def __repr__(self) -> str:
+        if self.http1 is not None:
+            return f"<PinnedTransport opened={self.backend.connections_opened} {self.http1!r}>"
         conns = ", ".join(c.info() for c in self._pool.connections) or "no connections"
         return (
             f"<PinnedTransport opened={self.backend.connections_opened} "
@@ -220,6 +292,8 @@ class ConnectionWarmer:
         self._client = client
         #: the cheap GET; changes when the service is identified
         self.probe_url = probe_url
+        #: named in log lines
+        self._where = httpx.URL(probe_url).netloc.decode("ascii")
         self._keep_warm = keep_warm_seconds
         self._active_window = active_window
         self._clock = clock
@@ -237,7 +311,7 @@ class ConnectionWarmer:
             response = await self._client.get(self.probe_url)
             await response.aclose()
         except errors.TransportError as exc:
-            logger.info("pre-connect to %s failed: %s", self._client.base_url.host, exc)
+            logger.info("pre-connect to %s failed: %s", self._where, exc)
             return False
         finally:
             self._last_traffic = self._clock()

@@ -5,9 +5,10 @@ body for a ``CompletionRequest``; ``parse_stream`` turns the response's text
 lines into completion text chunks; ``parse_body`` reads a non-streamed JSON
 answer. Implementations: ``openai`` (``POST {endpoint}/completions``, SSE,
 ``[DONE]``; with a FIM template the prompt carries the FIM tokens and no
-``suffix``), ``llamacpp`` (``POST {origin}/infill``, SSE with ``content`` and
-a final ``stop: true``) and ``ollama`` (``POST {origin}/api/generate``,
-NDJSON with a final ``done: true``).
+``suffix``), ``llamacpp`` (``POST {origin}/infill``, other files' chunks as
+``input_extra``, SSE with ``content`` and a final ``stop: true``) and
+``ollama`` (``POST {origin}/api/generate``, NDJSON with a final ``done: true``).
+Without file tokens, other files' chunks go first as a comment block.
 
 Each provider also reads the token numbers the service reports in its
 last event (llama.cpp's ``timings``, ``tokens_cached`` and
@@ -35,7 +36,7 @@ from typing import Any
 from transport.backend import CompletionRequest
 from transport.errors import ConfigurationError, UpstreamProtocolError
 from transport.options import EndpointOptions
-from transport.prompt import FIM_TEMPLATES, fit_prompt, render_fim
+from transport.prompt import FIM_TEMPLATES, comment_block, fit_prompt, render_fim
 from transport.service_detect import ServiceProfile
 
 logger = logging.getLogger(__name__)
@@ -213,6 +214,19 @@ class Provider(ABC):
             request.prefix, request.suffix, self.options.prefix_chars, self.options.suffix_chars
         )
 
+    def render(self, request: CompletionRequest, prefix: str, suffix: str) -> str:
+        """The configured FIM template's prompt, other files' chunks first."""
+        return render_fim(
+            self.fim_template,
+            prefix,
+            suffix,
+            request.extra,
+            filename=request.filename,
+            repo_name=request.repo_name,
+            language=request.language,
+            suffix_first=self.options.fim_order == "spm",
+        )
+
     def stop(self, request: CompletionRequest) -> list[str]:
         """Stop sequences: the request's, the configured ones, the template's."""
         extra = FIM_TEMPLATES[self.fim_template].stop if self.fim_template else ()
@@ -260,9 +274,9 @@ class OpenAIProvider(Provider):
             "stream_options": {"include_usage": True},
         }
         if self.fim_template:
-            body["prompt"] = render_fim(self.fim_template, prefix, suffix)
+            body["prompt"] = self.render(request, prefix, suffix)
         else:
-            body["prompt"] = prefix
+            body["prompt"] = comment_block(request.extra, request.language) + prefix
             body["suffix"] = suffix
         stop = self.stop(request)
         if stop:
@@ -392,6 +406,10 @@ class LlamaCppProvider(Provider):
             "stream": True,
             "cache_prompt": True,
         }
+        if request.extra:
+            body["input_extra"] = [
+                {"filename": chunk.filename, "text": chunk.text} for chunk in request.extra
+            ]
         stop = self.stop(request)
         if stop:
             body["stop"] = stop
@@ -442,10 +460,10 @@ class OllamaProvider(Provider):
         if self.options.keep_alive:
             body["keep_alive"] = self.options.keep_alive
         if self.fim_template:
-            body["prompt"] = render_fim(self.fim_template, prefix, suffix)
+            body["prompt"] = self.render(request, prefix, suffix)
             body["raw"] = True
         else:
-            body["prompt"] = prefix
+            body["prompt"] = comment_block(request.extra, request.language) + prefix
             body["suffix"] = suffix
             body["raw"] = False
         return f"{self.options.origin}/api/generate", body

@@ -20,6 +20,7 @@ def register(server: ScopecacheServer) -> None:
     def did_open(ls: ScopecacheServer, params: types.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
         ls.documents.open(doc.uri, doc.language_id, doc.version, doc.text)
+        ls.cross_file.note_open(doc.uri)
         if ls.recorder is not None:
             ls.recorder.open(doc.uri, doc.language_id, doc.text)
 
@@ -35,6 +36,9 @@ def register(server: ScopecacheServer) -> None:
         ls.metrics.record_keystroke(time.perf_counter() - started)
         ls.stats.keystrokes += 1
         ls.throttle.note_keystroke(uri)
+        first = params.content_changes[0] if params.content_changes else None
+        if isinstance(first, types.TextDocumentContentChangePartial):
+            ls.cross_file.note_edit(uri, first.range.start.line)
         if ls.recorder is not None:
             ls.recorder.change(uri, params.content_changes)
 
@@ -44,6 +48,7 @@ def register(server: ScopecacheServer) -> None:
         ls.inflight.cancel_document(uri)
         ls.throttle.forget(uri)
         ls.speculator.forget(uri)
+        ls.cross_file.forget(uri)
         if ls.recorder is not None:
             ls.recorder.close(uri)
         ls.documents.close(uri)

@@ -14,7 +14,10 @@ import sys
 import time
 from typing import Any
 
-SUITES = ("keystroke", "languages", "cache", "server", "transport", "l2", "replay", "llamacpp")
+SUITES = (
+    "keystroke", "languages", "cache", "server", "transport", "http1", "l2", "replay",
+    "llamacpp", "kvcache",
+)
 
 
 def _fmt(value: Any) -> str:

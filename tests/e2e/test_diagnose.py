@@ -239,3 +239,40 @@ def test_settings_problems_are_printed_above_the_table(
     problem = next(i for i, line in enumerate(lines) if line.startswith("settings:"))
     table = next(i for i, line in enumerate(lines) if "scopecache diagnose" in line)
     assert "enpoint" in lines[problem] and problem < table
+
+
+@pytest.fixture(scope="module")
+def llama_like() -> Iterator[ReferenceService]:
+    """Cleartext HTTP/1.1 only, closing after each stream: how llama-server behaves."""
+    corpus = [str(p) for p in sample_files()]
+    args = ["--http1-only", "--close-after-stream", "--keep-alive-timeout", "5"]
+    with ReferenceService(tls=False, corpus=corpus, ttft_ms=5, token_ms=1,
+                          extra_args=args) as svc:  # fmt: skip
+        yield svc
+
+
+def test_the_protocol_row_reports_what_an_http1_only_server_actually_spoke(
+    llama_like: ReferenceService,
+) -> None:
+    run = diagnose("--endpoint", llama_like.url, "--json")
+    assert run.code == 0, run.stdout
+    assert_every_layer_judged(run)
+    assert run.item("network", "protocol")["value"] == "http/1.1"
+    assert run.item("client", "protocol spoken")["value"] == "http/1.1"
+    waits = run.item("client", "requests waiting for a connect")
+    assert waits["verdict"] == "ok", waits
+    assert llama_like.stats()["h2PrefacesRejected"] == 0
+
+
+def test_http2_required_against_an_http1_only_server_names_the_fix(
+    llama_like: ReferenceService, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path / "s.toml", llama_like.url, http2=True)
+    run = diagnose("--config", str(config), "--json")
+    assert run.code == 2
+    protocol = run.item("network", "protocol")
+    assert protocol["verdict"] == "failing"
+    assert "speaks HTTP/1.1 only" in protocol["hint"]
+    assert "set transport.http2 to auto" in protocol["hint"]
+    assert "cannot reach" not in run.stdout
+    assert_every_layer_judged(run)

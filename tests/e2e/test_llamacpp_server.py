@@ -168,10 +168,19 @@ async def test_cancelling_mid_stream_stops_generation_on_the_server(
         assert predicted < max_tokens
         stats = await server.stats()
         assert stats["upstreamCancelled"] == 1
-        # the next completion still works (a short one: this one is not about limits)
+        # on HTTP/1.1 the cancel closed that connection; a spare replaces it
+        assert stats["transport"]["connectionsClosedByCancel"] == 1
+        deadline = time.monotonic() + DEADLINE
+        while (await server.stats())["transport"]["connectionsReady"] < 1:
+            assert time.monotonic() < deadline, "no spare connection after the cancel"
+            await asyncio.sleep(0.02)
+        waits = (await server.stats())["transport"]["connectWaits"]
+        # the next completion works (a short one: this one is not about limits)
+        # and waits for no TCP connect
         server.configure({**options, "completion": {"maxTokens": 16}})
         server.insert(URI, LINE, COLUMN, "2")
         assert await server.inline_text(URI, LINE, COLUMN + 1) is not None
+        assert (await server.stats())["transport"]["connectWaits"] == waits
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -2,9 +2,13 @@
 
 - the generated settings schema (editors/vscode/settings-schema.json and
   package.json's contributes.configuration) matches lsp_server.settings;
-- the Node end-to-end test drives the real language server over stdio with
-  vscode-languageserver-protocol, configured by the extension's own
-  initializationOptions builder, against a reference service it starts.
+- the Node end-to-end test starts the real language server from the
+  extension's own server options (as vscode-languageclient would), drives it
+  over stdio with vscode-languageserver-protocol, configured by the
+  extension's own initializationOptions builder, against a reference service
+  it starts.
+
+The extension inside a real VS Code is tested in test_vscode_code_server.py.
 
 The Node test needs ``npm ci`` in editors/vscode first (make does it).
 """

@@ -147,9 +147,18 @@ def write_tiny_model(path: Path, *, embedding: int = 512, layers: int = 2) -> Pa
 class LlamaCppServer:
     """llama.cpp's HTTP server in a subprocess, on 127.0.0.1, over the tiny model."""
 
-    def __init__(self, workdir: Path, *, batch: int = BATCH_TOKENS, embedding: int = 512) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        batch: int = BATCH_TOKENS,
+        embedding: int = 512,
+        cache_reuse: int = 0,
+    ) -> None:
         self.workdir = workdir
         self.batch = batch
+        #: llama-server's ``--cache-reuse``: shortest cached chunk reused by shifting (0: off)
+        self.cache_reuse = cache_reuse
         #: the model's width: 512 generates slowly enough to cancel mid-stream
         self.embedding = embedding
         self.model = workdir / "tiny-random.gguf"
@@ -163,7 +172,10 @@ class LlamaCppServer:
             write_tiny_model(self.model, embedding=self.embedding)
         log = open(self.workdir / "llama-server.log", "wb")  # noqa: SIM115
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.llamacpp", str(self.model), str(self.batch)],
+            [
+                sys.executable, "-m", "tests.support.llamacpp",
+                str(self.model), str(self.batch), str(self.cache_reuse),
+            ],
             stdout=subprocess.PIPE,
             stderr=log,
             cwd=Path(__file__).resolve().parents[2],
@@ -238,7 +250,7 @@ class LlamaCppServer:
         self.stop()
 
 
-def serve(model: str, batch: int) -> None:
+def serve(model: str, batch: int, cache_reuse: int = 0) -> None:
     """Run llama.cpp's server on 127.0.0.1 (a free port) until SIGTERM; print its URL."""
     import xllamacpp
 
@@ -253,6 +265,7 @@ def serve(model: str, batch: int) -> None:
     params.endpoint_metrics = True
     params.endpoint_slots = True
     params.cache_prompt = True
+    params.n_cache_reuse = cache_reuse
     params.warmup = False
     params.cpuparams.n_threads = 1
     params.cpuparams_batch.n_threads = 1
@@ -264,4 +277,8 @@ def serve(model: str, batch: int) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else BATCH_TOKENS)
+    serve(
+        sys.argv[1],
+        int(sys.argv[2]) if len(sys.argv) > 2 else BATCH_TOKENS,
+        int(sys.argv[3]) if len(sys.argv) > 3 else 0,
+    )

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from transport.backend import ContextChunk
 from transport.prompt import FIM_TEMPLATES, fit_prompt, render_fim
 
 
@@ -47,3 +48,37 @@ def test_fim_templates_wrap_prefix_and_suffix() -> None:
     assert render_fim("deepseek", "A", "B") == "<｜fim▁begin｜>A<｜fim▁hole｜>B<｜fim▁end｜>"
     assert render_fim("codellama", "A", "B") == "<PRE> A <SUF>B <MID>"
     assert all(t.stop for t in FIM_TEMPLATES.values())
+
+
+def test_suffix_first_where_the_template_was_trained_with_it() -> None:
+    assert render_fim("starcoder", "A", "B", suffix_first=True) == (
+        "<fim_prefix><fim_suffix>B<fim_middle>A"
+    )
+    assert render_fim("codellama", "A", "B", suffix_first=True) == "<PRE> <SUF>B <MID> A"
+    # Qwen2.5-Coder and DeepSeek-Coder know only prefix-first
+    assert render_fim("qwen", "A", "B", suffix_first=True) == render_fim("qwen", "A", "B")
+
+
+def test_suffix_first_prompts_grow_only_at_their_end_while_typing() -> None:
+    suffix = "\n    return total\n"
+    before = render_fim("starcoder", "def f():\n    total = 1", suffix, suffix_first=True)
+    after = render_fim("starcoder", "def f():\n    total = 12", suffix, suffix_first=True)
+    assert after.startswith(before)
+
+
+def test_suffix_first_keeps_other_files_ahead_of_everything() -> None:
+    chunk = ContextChunk("lib.py", "X = 1\n")
+    prompt = render_fim("starcoder", "A", "B", (chunk,), filename="m.py", repo_name="r",
+                        suffix_first=True)
+    assert prompt == "<repo_name>r<file_sep>lib.py\nX = 1\n<file_sep>m.py\n" + (
+        "<fim_prefix><fim_suffix>B<fim_middle>A"
+    )
+
+
+def test_a_growing_prefix_keeps_its_cut_for_a_step_of_typing() -> None:
+    base = "".join(f"line {i:03d} of the file\n" for i in range(400))
+    typed = "".join(f"    value_{i} = compute({i})\n" for i in range(40))
+    cuts = [fit_prompt(base + typed[:n], "", 2000, 0)[0] for n in range(len(typed))]
+    moves = sum(not new.startswith(old) for old, new in zip(cuts, cuts[1:], strict=False))
+    assert moves <= len(typed) // (2000 // 8) + 1
+    assert all(len(c) <= 2000 and c.startswith(("line", "    ")) for c in cuts)

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Iterable
 
 import pytest
 
-from transport.backend import CompletionRequest
+from transport.backend import CompletionRequest, ContextChunk
 from transport.errors import UpstreamProtocolError
 from transport.options import EndpointOptions
 from transport.providers import decode_lines, provider_for
@@ -109,3 +110,52 @@ def test_non_streamed_bodies() -> None:
     assert provider_for(options(provider="ollama")).parse_body({"response": "r"}) == "r"
     with pytest.raises(UpstreamProtocolError):
         provider_for(options()).parse_body({"choices": "x"})
+
+
+CHUNKS = (
+    ContextChunk("app/shapes.py", "def area(r):\n    return r * r\n"),
+    ContextChunk("app/units.py", "CM = 0.01"),
+)
+WITH_CONTEXT = dataclasses.replace(
+    REQUEST, extra=CHUNKS, filename="app/main.py", repo_name="shop"
+)
+
+
+def test_llamacpp_sends_other_files_as_input_extra_in_order() -> None:
+    _, body = provider_for(options(provider="llamacpp")).build_request(WITH_CONTEXT)
+    assert body["input_extra"] == [
+        {"filename": "app/shapes.py", "text": "def area(r):\n    return r * r\n"},
+        {"filename": "app/units.py", "text": "CM = 0.01"},
+    ]
+    assert body["input_prefix"] == REQUEST.prefix  # the local window is unchanged
+    _, plain = provider_for(options(provider="llamacpp")).build_request(REQUEST)
+    assert "input_extra" not in plain
+
+
+def test_qwen_template_puts_other_files_ahead_as_repository_tokens() -> None:
+    _, body = provider_for(options(fim_template="qwen")).build_request(WITH_CONTEXT)
+    assert body["prompt"] == (
+        "<|repo_name|>shop\n"
+        "<|file_sep|>app/shapes.py\ndef area(r):\n    return r * r\n"
+        "<|file_sep|>app/units.py\nCM = 0.01\n"
+        "<|file_sep|>app/main.py\n"
+        "<|fim_prefix|>def add(a, b):\n    return <|fim_suffix|>\n<|fim_middle|>"
+    )
+
+
+def test_starcoder_template_uses_its_own_repository_tokens() -> None:
+    _, body = provider_for(options(fim_template="starcoder")).build_request(WITH_CONTEXT)
+    assert body["prompt"].startswith("<repo_name>shop<file_sep>app/shapes.py\ndef area(r):")
+    assert "<file_sep>app/main.py\n<fim_prefix>def add" in body["prompt"]
+
+
+def test_plain_completion_apis_get_other_files_as_a_leading_comment_block() -> None:
+    _, body = provider_for(options()).build_request(WITH_CONTEXT)
+    assert body["prompt"] == (
+        "# app/shapes.py\n# def area(r):\n#     return r * r\n"
+        "# app/units.py\n# CM = 0.01\n" + REQUEST.prefix
+    )
+    _, body = provider_for(options(fim_template="deepseek")).build_request(
+        dataclasses.replace(WITH_CONTEXT, language="typescript")
+    )
+    assert body["prompt"].startswith("<｜fim▁begin｜>// app/shapes.py\n// def area(r):\n")

@@ -53,9 +53,15 @@ class ReferenceApp:
         authority: TokenAuthority | None = None,
         stats: ServiceStats | None = None,
         registry: ConnectionRegistry | None = None,
+        close_after_stream: bool = False,
+        keep_alive_header: float | None = None,
         identify_as: str = "openai",
     ) -> None:
         self.engine = engine
+        #: close the TCP connection after every streamed response (llama-server does)
+        self.close_after_stream = close_after_stream
+        #: announce ``Keep-Alive: timeout=N`` on HTTP/1.1 responses
+        self.keep_alive_header = keep_alive_header
         #: which server's identification answers to give (``--identify-as``)
         self.identify_as = identify_as
         self.latency = latency or Latency()
@@ -71,6 +77,8 @@ class ReferenceApp:
             return
         if scope["type"] != "http":
             return
+        if self.keep_alive_header is not None and scope.get("http_version") == "1.1":
+            send = _with_keep_alive(send, self.keep_alive_header)
         try:
             await self._route(scope, receive, send)
         except ClientGone:
@@ -142,6 +150,12 @@ class ReferenceApp:
             self.latency,
             abort=lambda: self.registry.abort(client),
             cut=lambda: self.registry.cut(client),
+            # hypercorn finishes the response with the last chunk: mark it before
+            before_last_chunk=(
+                (lambda: self.registry.close_after_response(client))
+                if self.close_after_stream
+                else None
+            ),
         )
         async with ClientWatch(receive) as watch:
             await responder.respond(
@@ -231,6 +245,19 @@ class ReferenceApp:
         elif method == "DELETE":
             self.faults.clear()
         await asgi.send_json(send, 200, {"armed": self.faults.describe()})
+
+
+def _with_keep_alive(send: Send, timeout: float) -> Send:
+    """``send`` adding ``Keep-Alive: timeout=N, max=100`` to the response head."""
+    value = f"timeout={timeout:g}, max=100".encode()
+
+    async def keep_alive_send(message: dict[str, Any]) -> None:
+        if message.get("type") == "http.response.start":
+            headers = [*message.get("headers", []), (b"keep-alive", value)]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return keep_alive_send
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

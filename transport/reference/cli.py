@@ -64,9 +64,9 @@ def _write_port_file(path: str, port: int) -> None:
     os.replace(tmp, target)
 
 
-def _hypercorn_config() -> Config:
+def _hypercorn_config(keep_alive: float | None) -> Config:
     config = Config()
-    config.keep_alive_timeout = KEEP_ALIVE_SECONDS
+    config.keep_alive_timeout = KEEP_ALIVE_SECONDS if keep_alive is None else keep_alive
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")
     config.h2_max_concurrent_streams = 256
@@ -89,13 +89,15 @@ async def serve(args: argparse.Namespace) -> int:
         engine,
         latency=Latency(ttft_ms=args.ttft_ms, token_ms=args.token_ms),
         authority=TokenAuthority(static_key),
+        close_after_stream=args.close_after_stream,
+        keep_alive_header=args.keep_alive_timeout,
         identify_as=args.identify_as,
     )
     context = None
     tls_files = None
     if args.tls_self_signed:
         tls_files = write_tls_files(args.tls_self_signed)
-        context = server_context(tls_files)
+        context = server_context(tls_files, http2=not args.http1_only)
     try:
         sock = _bind(args.host, args.port)
     except OSError as exc:
@@ -103,7 +105,13 @@ async def serve(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     port = sock.getsockname()[1]
-    listener = Listener(app, _hypercorn_config(), app.registry, context)
+    listener = Listener(
+        app,
+        _hypercorn_config(args.keep_alive_timeout),
+        app.registry,
+        context,
+        http1_only=args.http1_only,
+    )
     await listener.start(sock)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -114,6 +122,10 @@ async def serve(args: argparse.Namespace) -> int:
     scheme = "https" if context else "http"
     host = f"[{args.host}]" if ":" in args.host else args.host
     protocols = "h2, http/1.1" if context else "h2c, http/1.1"
+    if args.http1_only:
+        protocols = "http/1.1 only"
+    if args.close_after_stream:
+        protocols += ", closes after each stream"
     lines = [
         f"scopecache upstream listening on {scheme}://{host}:{port} ({protocols}); "
         f"corpus {engine.documents} files, {engine.size} chars",

@@ -25,6 +25,9 @@ from hypercorn.app_wrappers import ASGIWrapper
 from hypercorn.asyncio.tcp_server import TCPServer
 from hypercorn.asyncio.worker_context import WorkerContext
 from hypercorn.config import Config
+from hypercorn.events import Closed, Event, RawData, Updated
+from hypercorn.protocol import ProtocolWrapper
+from hypercorn.protocol.h11 import H2CProtocolRequiredError, H2ProtocolAssumedError
 
 from transport.reference.stats import ServiceStats
 
@@ -40,6 +43,8 @@ _FLUSH_PAUSE = 0.005
 class _Connection:
     ident: int
     transport: asyncio.WriteTransport
+    #: close once the current response is complete (``--close-after-stream``)
+    close_when_done: bool = False
 
 
 class ConnectionRegistry:
@@ -47,16 +52,34 @@ class ConnectionRegistry:
 
     def __init__(self, stats: ServiceStats) -> None:
         self._stats = stats
+        #: the counters connections report into
+        self.stats = stats
         self._open: dict[Peer, _Connection] = {}
         self._next_id = 0
 
     def opened(self, peer: Peer, transport: asyncio.WriteTransport) -> int:
         """Record a newly accepted connection; returns its id."""
         self._next_id += 1
+        self._stats.last_connection = self._next_id
         self._open[peer] = _Connection(self._next_id, transport)
         self._stats.connections += 1
         self._stats.open_connections += 1
         return self._next_id
+
+    def close_after_response(self, peer: Any) -> None:
+        """Close the connection once the response being written is complete."""
+        conn = self._open.get(_peer(peer))
+        if conn is not None:
+            conn.close_when_done = True
+
+    def take_close_request(self, peer: Peer) -> bool:
+        """Whether the connection is to close now that its response is done (counted)."""
+        conn = self._open.get(peer)
+        if conn is None or not conn.close_when_done:
+            return False
+        conn.close_when_done = False
+        self._stats.connections_closed_after_stream += 1
+        return True
 
     def closed(self, peer: Peer) -> None:
         """Forget a connection that ended."""
@@ -111,15 +134,59 @@ def _peer(value: Any) -> Peer:
 AsgiApp = Callable[..., Any]
 
 
+#: what HTTP/1.1-only servers (cpp-httplib, uvicorn, Go net/http) answer the HTTP/2 preface
+PREFACE_REJECTION = (
+    b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+)
+
+
+class _Http1Only:
+    """Stands in for hypercorn's protocol switcher: HTTP/1.1 stays HTTP/1.1.
+
+    hypercorn's ``ProtocolWrapper`` turns a connection into HTTP/2 when it
+    sees the prior-knowledge preface; servers that speak HTTP/1.1 only answer
+    it with 400 and close, and so does this.
+    """
+
+    def __init__(self, wrapper: ProtocolWrapper, server: TCPServer, stats: ServiceStats) -> None:
+        self._protocol = wrapper.protocol
+        self._server = server
+        self._stats = stats
+
+    async def handle(self, event: Event) -> None:
+        """Hand ``event`` to the HTTP/1.1 protocol; reject a switch to HTTP/2."""
+        try:
+            await self._protocol.handle(event)
+        except (H2ProtocolAssumedError, H2CProtocolRequiredError):
+            self._stats.h2_prefaces_rejected += 1
+            await self._server.protocol_send(RawData(data=PREFACE_REJECTION))
+            await self._server.protocol_send(Closed())
+
+
 class _ClosingTCPServer(TCPServer):
     """hypercorn's connection handler, ending as soon as the client hangs up.
 
     After the peer closes, hypercorn's protocols do not report the close
     back, so the keep-alive idle timer would hold the finished connection
-    (and its task) for the whole keep-alive timeout.
+    (and its task) for the whole keep-alive timeout. With ``http1_only`` the
+    connection never switches to HTTP/2.
     """
 
+    http1_only: ServiceStats | None = None
+    #: asked when a response is complete: close the connection now?
+    close_when_idle: Callable[[], bool] | None = None
+
+    async def protocol_send(self, event: Event) -> None:
+        await super().protocol_send(event)
+        idle = isinstance(event, Updated) and event.idle
+        if idle and self.close_when_idle is not None and self.close_when_idle():
+            # Everything written so far goes out first, then the FIN: EOF right
+            # after the last chunk, without a "Connection: close" header.
+            await self._close()
+
     async def _read_data(self) -> None:
+        if self.http1_only is not None:
+            self.protocol = _Http1Only(self.protocol, self, self.http1_only)  # type: ignore[assignment]
         await super()._read_data()
         await self.idle_task.stop()
 
@@ -133,8 +200,11 @@ class Listener:
         config: Config,
         registry: ConnectionRegistry,
         ssl_context: ssl.SSLContext | None = None,
+        *,
+        http1_only: bool = False,
     ) -> None:
         self._app = ASGIWrapper(app)
+        self._http1_only = http1_only
         self._config = config
         self._registry = registry
         self._ssl = ssl_context
@@ -175,6 +245,9 @@ class Listener:
             server = _ClosingTCPServer(
                 self._app, loop, self._config, self._context, {}, reader, writer
             )
+            if self._http1_only:
+                server.http1_only = self._registry.stats
+            server.close_when_idle = lambda: self._registry.take_close_request(peer)
             await server
         except (ConnectionError, ssl.SSLError, OSError) as exc:
             logger.debug("connection %d ended: %s", ident, exc)

@@ -34,6 +34,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--require-key-env", metavar="ENV", help="require this env var's bearer key")
     p.add_argument("--log-level", default="WARNING")
     p.add_argument(
+        "--http1-only",
+        action="store_true",
+        help="speak HTTP/1.1 only, like llama.cpp, vLLM and Ollama: the HTTP/2 preface "
+        "is answered with 400 and a closed connection, TLS offers only http/1.1",
+    )
+    p.add_argument(
+        "--close-after-stream",
+        action="store_true",
+        help="close the TCP connection after every streamed response, as llama-server does",
+    )
+    p.add_argument(
+        "--keep-alive-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="close idle connections after SECONDS and announce it in a Keep-Alive header "
+        "on HTTP/1.1 (default: 300, no header)",
+    )
+    p.add_argument(
         "--identify-as", choices=("openai", "llamacpp", "ollama"), default="openai",
         help="answer identification like that server: llamacpp adds GET /props, "
         "ollama adds GET /api/version and /api/tags",

@@ -72,12 +72,15 @@ class Responder:
         latency: Latency,
         abort: Callable[[], bool],
         cut: Callable[[], Awaitable[bool]],
+        before_last_chunk: Callable[[], None] | None = None,
     ) -> None:
         self._engine = engine
         self._stats = stats
         self._latency = latency
         self._abort_connection = abort
         self._cut_connection = cut
+        #: called just before a stream's last chunk (the response ends with it)
+        self._before_last_chunk = before_last_chunk
 
     def _abort(self) -> None:
         """Reset the connection before any response byte."""
@@ -207,5 +210,7 @@ class Responder:
             await watch.sleep(ttft)
         if mode == "reset-mid-stream":
             await self._cut()
+        if self._before_last_chunk is not None:
+            self._before_last_chunk()
         await asgi.body(send, dialect.finish(ask, completion))
         self._stats.streams_completed += 1

@@ -10,6 +10,7 @@ how every stream ended. JSON shape (``ServiceStats.snapshot``)::
      "streamsStarted": n, "streamsCompleted": n, "streamsCancelled": n,
      "streamsAborted": n, "faultsApplied": n,
      "authFailures": n, "tokenRequests": n,
+     "connectionsClosedAfterStream": n, "h2PrefacesRejected": n,
      "recent": [{"endpoint", "httpVersion", "connection", "stream", "status"}, ...]}
 
 ``requests`` and ``httpVersions`` count completion requests only (not
@@ -19,7 +20,15 @@ requests of a test harness too); ``completionConnections`` counts the
 distinct connections that carried completion requests, which is what a test
 of connection reuse wants. ``streamsCancelled`` counts streams the client abandoned (reset or
 disconnect) before the end; ``streamsAborted`` streams the service itself
-broke on purpose (fault modes).
+broke on purpose (fault modes). On HTTP/1.1 a client cancels by closing the
+connection, which counts in ``streamsCancelled`` the same way. Each
+``recent`` record's ``connection`` is the id of the TCP connection it came on
+(ids count accepted connections from 1 and survive a reset; ``lastConnection``
+is the newest), so a test can tell whether a request rode a connection that
+was open before it was sent.
+``connectionsClosedAfterStream`` counts connections the service closed after
+a streamed response (``--close-after-stream``), ``h2PrefacesRejected`` HTTP/2
+prefaces answered with 400 (``--http1-only``).
 """
 
 from __future__ import annotations
@@ -46,6 +55,10 @@ class ServiceStats:
     faults_applied: int = 0
     auth_failures: int = 0
     token_requests: int = 0
+    connections_closed_after_stream: int = 0
+    #: id of the newest accepted connection (ids are never reset)
+    last_connection: int = 0
+    h2_prefaces_rejected: int = 0
     completion_connections: set[int] = field(default_factory=set)
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT))
 
@@ -67,10 +80,10 @@ class ServiceStats:
 
     def reset(self) -> None:
         """Zero everything except the number of connections open right now."""
-        still_open = self.open_connections
+        still_open, last = self.open_connections, self.last_connection
         fresh = ServiceStats()
         self.__dict__.update(fresh.__dict__)
-        self.open_connections = still_open
+        self.open_connections, self.last_connection = still_open, last
 
     def snapshot(self) -> dict[str, Any]:
         """The JSON object served at ``/__stats``."""
@@ -87,5 +100,8 @@ class ServiceStats:
             "faultsApplied": self.faults_applied,
             "authFailures": self.auth_failures,
             "tokenRequests": self.token_requests,
+            "connectionsClosedAfterStream": self.connections_closed_after_stream,
+            "h2PrefacesRejected": self.h2_prefaces_rejected,
+            "lastConnection": self.last_connection,
             "recent": [dict(r) for r in self.recent],
         }

@@ -68,10 +68,10 @@ def write_tls_files(directory: str | os.PathLike[str]) -> TlsFiles:
     return TlsFiles(ca_file, cert_file, key_file)
 
 
-def server_context(files: TlsFiles) -> ssl.SSLContext:
+def server_context(files: TlsFiles, *, http2: bool = True) -> ssl.SSLContext:
     """A server-side context offering h2 and http/1.1 via ALPN."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(str(files.cert_file), str(files.key_file))
-    context.set_alpn_protocols(["h2", "http/1.1"])
+    context.set_alpn_protocols(["h2", "http/1.1"] if http2 else ["http/1.1"])
     return context

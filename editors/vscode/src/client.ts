@@ -2,6 +2,12 @@
  * The language client: starts `scopecache serve` over stdio, sends the
  * settings, restarts a dying server with backoff and makes sure accepted
  * inline suggestions reach the server as `scopecache.accepted`.
+ *
+ * Restarts are ours, not the library's: its own restart reuses the client
+ * (and so the command it was built with) after a delay nothing can cancel,
+ * so a settings change during the delay would be followed by a stale start.
+ * Here one timer per crash builds a new client from the current settings,
+ * and stopping or starting cancels a pending one.
  */
 import * as vscode from "vscode";
 import {
@@ -17,14 +23,15 @@ import {
   ExecuteCommandRequest,
   LanguageClient,
   type LanguageClientOptions,
-  type ServerOptions,
-  TransportKind,
+  type ShutdownMode,
+  State,
 } from "vscode-languageclient/node";
 
 import { RestartBackoff } from "./backoff";
 import { LANGUAGES } from "./languages";
-import { SECTION, type SettingReader, buildServerSettings, serverCommand } from "./settings";
-import { ACCEPTED_COMMAND } from "./stats";
+import { ServerLogReader } from "./serverLog";
+import { SECTION, type SettingReader, buildServerSettings, serverOptions } from "./settings";
+import { ACCEPTED_COMMAND, type ServerState } from "./stats";
 
 export { LANGUAGES };
 
@@ -34,37 +41,66 @@ export function configurationReader(): SettingReader {
   return (key) => config.get(key);
 }
 
-/** Restarts the server after a crash, waiting longer after each quick crash. */
-class BackoffErrorHandler implements ErrorHandler {
-  stopping = false;
-
-  constructor(
-    private readonly backoff: RestartBackoff,
-    private readonly output: vscode.LogOutputChannel,
-  ) {}
-
-  error(): ErrorHandlerResult {
-    return { action: ErrorAction.Continue };
+/**
+ * A failed start leaves vscode-languageclient in "starting"; it then calls
+ * stop(), whose shutdown rejects ("Client is not running and can't be
+ * stopped") and is logged as an error. The Node client still ends the
+ * server process in its own shutdown; only that misleading rejection of a
+ * client that never ran is dropped here.
+ */
+class ScopeCacheLanguageClient extends LanguageClient {
+  /**
+   * A failed start pops up once per run of failures (ScopeCacheClient does
+   * it); the library would pop one up per attempt, every few seconds.
+   */
+  override error(message: string, data?: unknown, showNotification: boolean | "force" = true): void {
+    const failedStart = message.endsWith("couldn't create connection to server.");
+    super.error(message, data, failedStart ? false : showNotification);
   }
 
-  async closed(): Promise<CloseHandlerResult> {
-    if (this.stopping) {
-      return { action: CloseAction.DoNotRestart, handled: true };
+  protected override async shutdown(mode: ShutdownMode, timeout?: number): Promise<void> {
+    const wasRunning = this.isRunning();
+    try {
+      await super.shutdown(mode, timeout);
+    } catch (error) {
+      if (wasRunning) {
+        throw error;
+      }
     }
-    const delay = this.backoff.nextDelay();
-    this.output.appendLine(`scopecache server stopped; restarting in ${delay} ms`);
-    await new Promise((resolve) => setTimeout(resolve, delay));
-    this.backoff.started();
-    return { action: CloseAction.Restart, handled: true };
+  }
+}
+
+/** Tells the library never to restart by itself; reports each close to `closed`. */
+class CrashHandler implements ErrorHandler {
+  constructor(private readonly onClosed: () => number | undefined) {}
+
+  error(): ErrorHandlerResult {
+    // A write to a server that just died: logged; closed() decides what follows.
+    return { action: ErrorAction.Continue, handled: true };
+  }
+
+  closed(): CloseHandlerResult {
+    const delay = this.onClosed();
+    const message =
+      delay === undefined
+        ? "scopecache server stopped"
+        : `scopecache server stopped; restarting in ${delay} ms`;
+    return { action: CloseAction.DoNotRestart, handled: true, message };
   }
 }
 
 /** The running client plus what it needs to be reconfigured, restarted or stopped. */
 export class ScopeCacheClient implements vscode.Disposable {
   private current: LanguageClient | undefined;
-  private errorHandler: BackoffErrorHandler | undefined;
   private acceptedCommand: vscode.Disposable | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private serverState: ServerState = "stopped";
+  private failureShown = false;
+  private readonly stateChanged = new vscode.EventEmitter<ServerState>();
   private readonly backoff = new RestartBackoff();
+
+  /** Fires when the server starts, runs, stops or waits to restart. */
+  readonly onDidChangeState = this.stateChanged.event;
 
   constructor(private readonly output: vscode.LogOutputChannel) {}
 
@@ -73,24 +109,54 @@ export class ScopeCacheClient implements vscode.Disposable {
     return this.current;
   }
 
+  /** Where the server is in its life: starting, running, restarting or stopped. */
+  get state(): ServerState {
+    return this.serverState;
+  }
+
   isRunning(): boolean {
     return this.current?.isRunning() ?? false;
   }
 
-  /** Starts a server with the command configured now. */
+  private setState(state: ServerState): void {
+    if (state === "running") {
+      this.failureShown = false; // a new run of failures gets its own message
+    }
+    if (state !== this.serverState) {
+      this.serverState = state;
+      this.stateChanged.fire(state);
+    }
+  }
+
+  /** Starts a server with the command configured now; a failed start is logged, not thrown. */
   async start(): Promise<void> {
-    const { command, args } = serverCommand(configurationReader());
-    this.output.appendLine(`starting ${[command, ...args].join(" ")}`);
-    const serverOptions: ServerOptions = { command, args, transport: TransportKind.stdio };
-    this.errorHandler = new BackoffErrorHandler(this.backoff, this.output);
+    this.cancelPendingRestart();
+    const previous = this.current;
+    const read = configurationReader();
+    const options = serverOptions(read);
+    this.output.info(`starting ${[options.command, ...(options.args ?? [])].join(" ")}`);
+    let client: LanguageClient | undefined = undefined;
     const clientOptions: LanguageClientOptions = {
       documentSelector: LANGUAGES.flatMap((language) => [
         { scheme: "file", language },
         { scheme: "untitled", language },
       ]),
       outputChannel: this.output,
+      stdioOptions: {
+        stdout: (input, channel) => forwardLines(input, (line) => channel.info(line)),
+        stderr: (input, channel) => {
+          const reader = new ServerLogReader();
+          forwardLines(input, (line) => {
+            const { level, text } = reader.read(line);
+            channel[level](text);
+          });
+        },
+      },
       initializationOptions: () => buildServerSettings(configurationReader()),
-      errorHandler: this.errorHandler,
+      // Without this handler the library shows a pop-up per failed start;
+      // start() below tells the user once.
+      initializationFailedHandler: () => false,
+      errorHandler: new CrashHandler(() => (client ? this.crashed(client) : undefined)),
       middleware: {
         workspace: {
           // Answer pull-style configuration requests with the same mapped object.
@@ -103,24 +169,89 @@ export class ScopeCacheClient implements vscode.Disposable {
         },
       },
     };
-    const client = new LanguageClient("scopecache", "scopecache", serverOptions, clientOptions);
-    client.onDidChangeState(() => this.ensureAcceptedCommand(client));
-    this.current = client;
+    const created = new ScopeCacheLanguageClient("scopecache", "scopecache", options, clientOptions);
+    client = created;
+    created.onDidChangeState((event) => {
+      if (created === this.current && event.newState === State.Running) {
+        this.setState("running");
+        this.ensureAcceptedCommand(created);
+      }
+    });
+    this.current = created;
+    if (previous && previous !== created) {
+      void previous.dispose().catch(() => undefined); // a crashed client: nothing left to stop
+    }
+    this.setState("starting");
     this.backoff.started();
-    await client.start();
-    this.ensureAcceptedCommand(client);
+    try {
+      await created.start();
+    } catch (error) {
+      // The client has logged why. A crash during start-up has scheduled a restart.
+      if (created === this.current) {
+        this.failedStart(options.command, error);
+        if (this.restartTimer === undefined) {
+          this.setState("stopped");
+        }
+      }
+      return;
+    }
+    if (created === this.current) {
+      this.setState("running");
+      this.ensureAcceptedCommand(created);
+    }
   }
 
-  async stop(): Promise<void> {
-    const client = this.current;
-    this.current = undefined;
-    if (this.errorHandler) {
-      this.errorHandler.stopping = true;
+  /** A start that failed (no process, or no initialize): one message per run of failures. */
+  private failedStart(command: string, error: unknown): void {
+    const reason = error instanceof Error ? error.message : String(error);
+    if (!this.failureShown) {
+      this.failureShown = true;
+      void vscode.window.showErrorMessage(
+        `scopecache: the server (${command}) did not start: ${reason}. ` +
+          "Check scopecache.server.command; the scopecache output channel has the details.",
+      );
+    }
+  }
+
+  /** The server of `client` exited by itself: plans one restart; returns its delay. */
+  private crashed(client: LanguageClient): number | undefined {
+    if (client !== this.current || this.restartTimer !== undefined) {
+      return undefined; // stopped on purpose, or replaced already
     }
     this.acceptedCommand?.dispose();
     this.acceptedCommand = undefined;
-    if (client?.isRunning()) {
-      await client.stop();
+    const delay = this.backoff.nextDelay();
+    this.setState("restarting");
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      if (client === this.current) {
+        void this.start();
+      }
+    }, delay);
+    return delay;
+  }
+
+  private cancelPendingRestart(): void {
+    if (this.restartTimer !== undefined) {
+      clearTimeout(this.restartTimer);
+      this.restartTimer = undefined;
+      this.output.info("pending restart of the stopped server cancelled");
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.cancelPendingRestart();
+    const client = this.current;
+    this.current = undefined;
+    this.acceptedCommand?.dispose();
+    this.acceptedCommand = undefined;
+    this.setState("stopped");
+    if (client) {
+      try {
+        await client.stop();
+      } catch (error) {
+        this.output.warn(`stopping the scopecache server: ${String(error)}`);
+      }
     }
   }
 
@@ -134,7 +265,7 @@ export class ScopeCacheClient implements vscode.Disposable {
   async request<R>(method: string, params: object = {}): Promise<R> {
     const client = this.current;
     if (!client?.isRunning()) {
-      throw new Error("the scopecache server is not running");
+      throw new Error(`the scopecache server is ${this.serverState === "stopped" ? "not running" : this.serverState}`);
     }
     return client.sendRequest<R>(method, params);
   }
@@ -168,5 +299,22 @@ export class ScopeCacheClient implements vscode.Disposable {
 
   dispose(): void {
     void this.stop();
+    this.stateChanged.dispose();
   }
+}
+
+/** Calls `each` with every line of `input`, without the line break. */
+function forwardLines(input: NodeJS.ReadableStream, each: (line: string) => void): void {
+  let pending = "";
+  input.setEncoding("utf8");
+  input.on("data", (chunk: string) => {
+    const lines = (pending + chunk).split(/\r?\n/);
+    pending = lines.pop() ?? "";
+    lines.forEach(each);
+  });
+  input.on("end", () => {
+    if (pending) {
+      each(pending);
+    }
+  });
 }

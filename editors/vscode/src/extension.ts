@@ -25,15 +25,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const fetchStats = async (): Promise<ServerStats> => {
     return running.request<ServerStats>(STATS_METHOD);
   };
-  const statusBar = new StatsStatusBar(fetchStats, () => {
-    const seconds = configurationReader()("server.statusPollSeconds");
-    return (typeof seconds === "number" ? seconds : 5) * 1000;
-  });
+  const statusBar = new StatsStatusBar(
+    fetchStats,
+    () => {
+      const seconds = configurationReader()("server.statusPollSeconds");
+      return (typeof seconds === "number" ? seconds : 5) * 1000;
+    },
+    () => running.state,
+  );
 
   context.subscriptions.push(
     output,
     running,
     statusBar,
+    running.onDidChangeState(() => void statusBar.refresh()),
     vscode.commands.registerCommand("scopecache.showStats", async () => {
       try {
         const stats = await fetchStats();
@@ -44,8 +49,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
     vscode.commands.registerCommand("scopecache.clearCache", async () => {
-      const result = await running.request<{ cleared: number }>(CLEAR_CACHE_METHOD);
-      void vscode.window.showInformationMessage(`scopecache: cleared ${result.cleared} cache entries`);
+      try {
+        const result = await running.request<{ cleared: number }>(CLEAR_CACHE_METHOD);
+        void vscode.window.showInformationMessage(`scopecache: cleared ${result.cleared} cache entries`);
+      } catch (error) {
+        void vscode.window.showErrorMessage(`scopecache: ${String(error)}`);
+      }
       await statusBar.refresh();
     }),
     vscode.commands.registerCommand("scopecache.restartServer", async () => {

@@ -7,6 +7,8 @@
  * to the extension (how to start the server) and are never sent.
  * Nothing here imports `vscode`: the mapping is unit-tested under plain Node.
  */
+import type { Executable } from "vscode-languageclient/node";
+
 import schema from "../settings-schema.json";
 
 export const SECTION = "scopecache";
@@ -88,8 +90,22 @@ export function serverCommand(read: SettingReader): ServerCommand {
   return { command: argv[0], args };
 }
 
-/** Keys (below `scopecache.`) that shape the server's command line: a change restarts it. */
-export const RESTART_KEYS: readonly string[] = ["server.command", "server.logLevel"];
+/**
+ * What the language client is given to start the server: the command with no
+ * `transport`. With `transport: TransportKind.stdio` vscode-languageclient
+ * appends `--stdio` to the arguments; without one it speaks stdio as is.
+ */
+export function serverOptions(read: SettingReader): Executable {
+  const { command, args } = serverCommand(read);
+  return { command, args };
+}
+
+/**
+ * Keys (below `scopecache.`) that take effect only in a new server: the
+ * command line, and what the server decides once at initialize (whether it
+ * offers list completion). A change restarts the server.
+ */
+export const RESTART_KEYS: readonly string[] = ["server.command", "server.logLevel", "completion.listAlongsideInline"];
 
 /** True when a change to `key` (below `scopecache.`) needs a server restart rather than a notification. */
 export function needsRestart(key: string): boolean {

@@ -31,6 +31,21 @@ export interface ServerStats {
   transport: { dnsLookups: number; connectionsOpened: number; circuit?: string };
 }
 
+/** Where the language server is in its life, as the extension sees it. */
+export type ServerState = "starting" | "running" | "restarting" | "stopped";
+
+/** Status bar text and tooltip while the server cannot answer (not "running"). */
+export function serverStateStatus(state: Exclude<ServerState, "running">): { text: string; tooltip: string } {
+  switch (state) {
+    case "starting":
+      return { text: "$(sync~spin) scopecache", tooltip: "The scopecache server is starting" };
+    case "restarting":
+      return { text: "$(sync~spin) scopecache", tooltip: "The scopecache server stopped and is being restarted" };
+    case "stopped":
+      return { text: "$(circle-slash) scopecache", tooltip: "The scopecache server is not running" };
+  }
+}
+
 /** What the status bar says about the completion service. */
 export type UpstreamState = "idle" | "ok" | "errors" | "down";
 

@@ -6,7 +6,14 @@
 import * as vscode from "vscode";
 
 import { LANGUAGES } from "./client";
-import { type ServerStats, formatStatsReport, statusText, upstreamState } from "./stats";
+import {
+  type ServerState,
+  type ServerStats,
+  formatStatsReport,
+  serverStateStatus,
+  statusText,
+  upstreamState,
+} from "./stats";
 
 /** Fetches the server's stats; rejects when the server is not running. */
 export type StatsSource = () => Promise<ServerStats>;
@@ -20,11 +27,12 @@ export class StatsStatusBar implements vscode.Disposable {
   constructor(
     private readonly fetchStats: StatsSource,
     private readonly pollMs: () => number,
+    private readonly serverState: () => ServerState,
   ) {
     this.item = vscode.window.createStatusBarItem("scopecache.status", vscode.StatusBarAlignment.Right, 100);
     this.item.name = "scopecache";
     this.item.command = "scopecache.showStats";
-    this.item.text = "$(zap) –";
+    this.showState();
     this.subscriptions.push(
       vscode.window.onDidChangeActiveTextEditor(() => this.update()),
       vscode.window.onDidChangeWindowState(() => this.update()),
@@ -72,8 +80,20 @@ export class StatsStatusBar implements vscode.Disposable {
     }
   }
 
-  /** Polls once and redraws. */
+  private showState(): void {
+    const state = this.serverState();
+    const { text, tooltip } = serverStateStatus(state === "running" ? "starting" : state);
+    this.item.text = text;
+    this.item.tooltip = tooltip;
+    this.item.backgroundColor = undefined;
+  }
+
+  /** Polls once and redraws (at once when the server's state changes). */
   async refresh(): Promise<void> {
+    if (this.serverState() !== "running") {
+      this.showState();
+      return;
+    }
     try {
       const stats = await this.fetchStats();
       const state = upstreamState(stats, this.previous);
@@ -83,8 +103,10 @@ export class StatsStatusBar implements vscode.Disposable {
       this.item.backgroundColor =
         state === "down" ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
     } catch {
-      this.item.text = "$(circle-slash) scopecache";
-      this.item.tooltip = "The scopecache server is not running";
+      const state = this.serverState();
+      const { text, tooltip } = serverStateStatus(state === "running" ? "stopped" : state);
+      this.item.text = text;
+      this.item.tooltip = tooltip;
     }
   }
 

@@ -11,6 +11,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
+import { readerFromObject, serverOptions } from "../../src/settings";
+
 /** The repository root, from out/test/e2e inside editors/vscode. */
 export const REPO = resolve(__dirname, "..", "..", "..", "..", "..");
 
@@ -84,9 +86,21 @@ export async function startReferenceService(dir: string, corpus: string): Promis
   return { process: child, endpoint: `https://127.0.0.1:${port}/v1`, caFile: join(dir, "ca.pem") };
 }
 
+/**
+ * Starts the server from the extension's own server options (the command
+ * configured as `scopecache.server.command`), the way vscode-languageclient
+ * 11 starts an `Executable`: `transport: stdio` appends `--stdio`, no
+ * transport runs the command as is, the other transports do not apply.
+ */
 export function startServer(): ChildProcess {
-  const [command, ...args] = serverCommandLine();
-  return spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] });
+  const options = serverOptions(readerFromObject({ server: { command: serverCommandLine(), logLevel: "INFO" } }));
+  const args = [...(options.args ?? [])];
+  if (options.transport === 0 /* TransportKind.stdio */) {
+    args.push("--stdio");
+  } else if (options.transport !== undefined) {
+    throw new Error(`the extension asks for transport ${JSON.stringify(options.transport)}; this test speaks stdio`);
+  }
+  return spawn(options.command, args, { ...options.options, stdio: ["pipe", "pipe", "inherit"] });
 }
 
 /** Ends a child: SIGTERM, then SIGKILL if it is still there after a grace period. */

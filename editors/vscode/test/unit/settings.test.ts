@@ -10,6 +10,7 @@ import {
   needsRestart,
   readerFromObject,
   serverCommand,
+  serverOptions,
 } from "../../src/settings";
 
 const root = join(__dirname, "..", "..", "..");
@@ -39,7 +40,7 @@ test("extension id is scopecache.scopecache", () => {
 
 test("unset settings are sent as the schema defaults, nested camelCase", () => {
   const sent = buildServerSettings(() => undefined);
-  assert.equal(sent.provider, "openai");
+  assert.equal(sent.provider, "auto");
   assert.equal(sent.endpoint, null);
   assert.equal((sent.cache as Record<string, unknown>).policy, "hybrid");
   assert.equal((sent.transport as Record<string, unknown>).http2, "auto");
@@ -94,6 +95,12 @@ test("server command defaults to scopecache serve and carries the log level", ()
   );
 });
 
+test("the language client gets the command with no transport, so nothing is appended to it", () => {
+  const options = serverOptions(readerFromObject({ server: { command: ["/venv/bin/scopecache", "serve"] } }));
+  assert.deepEqual(options, { command: "/venv/bin/scopecache", args: ["serve"] });
+  assert.equal("transport" in options, false);
+});
+
 test("a malformed server command falls back to the default", () => {
   assert.equal(serverCommand(readerFromObject({ server: { command: "scopecache serve" } })).command, "scopecache");
   assert.equal(serverCommand(readerFromObject({ server: { command: [] } })).command, "scopecache");
@@ -102,4 +109,5 @@ test("a malformed server command falls back to the default", () => {
 test("changing the server command restarts, changing a server setting does not", () => {
   assert.equal(needsRestart("server.command"), true);
   assert.equal(needsRestart("cache.policy"), false);
+  assert.equal(needsRestart("completion.listAlongsideInline"), true);
 });

@@ -7,6 +7,7 @@ import {
   formatStatsReport,
   hitRatio,
   servedTotal,
+  serverStateStatus,
   statusText,
   upstreamState,
 } from "../../src/stats";
@@ -68,4 +69,10 @@ test("the report lists ratio, sources, latency, cache and transport", () => {
 test("missing latencies print as a dash", () => {
   const report = formatStatsReport(stats({ latencyMs: { p50: null, p95: null, p99: null } }), "idle");
   assert.match(report, /p50 –, p95 –, p99 –/);
+});
+
+test("while the server starts the status item says so instead of 'not running'", () => {
+  assert.equal(serverStateStatus("starting").tooltip, "The scopecache server is starting");
+  assert.match(serverStateStatus("restarting").text, /sync~spin/);
+  assert.equal(serverStateStatus("stopped").text, "$(circle-slash) scopecache");
 });

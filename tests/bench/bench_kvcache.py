@@ -1,0 +1,289 @@
+"""Misses the server answers from its KV cache, measured on the real llama.cpp server.
+
+Synthesized editing sessions inside files larger than the prompt budget:
+each file opens with its first lines already written (more text than the
+prompt holds), the typist writes the next lines (with requests after
+keystrokes, typos, accepted lines and returns to earlier lines), then goes
+back into three earlier functions and adds a line to each. Every session is
+replayed through a real ``scopecache serve`` process against the real
+llama.cpp server of the test suite (tiny random-weight model, prompt caching
+on, ``/infill``), one fresh server per row, with ``cache.policy = none`` so
+that every design sends the same requests upstream.
+
+For every prompt window (``completion.promptWindow``: ``sliding`` is
+today's, ``anchored`` ours, ``lines`` llama.vscode's 256/64 lines, ``tokens``
+Continue's token budget) and for the server's ``--cache-reuse`` off and at
+256, it reads the token numbers every answer's ``timings`` reported (as
+``scopecache/stats`` sums them) and reports:
+
+* the **evaluated share**: prompt tokens the server evaluated / all prompt
+  tokens sent, against today's sliding window in the same run;
+* TTFT (p50 of the upstream requests), as a ratio to today's;
+* ours again with cross-file context on (the other open file's chunks sent
+  as ``input_extra``).
+
+The model's tokenizer has about one token per character (byte tokens and
+single characters), so the budgets below are in characters and in tokens
+alike; the server's batch is large enough that ``/infill`` never cuts a
+prompt of ours (a real one would cut the llama.vscode-style window, and
+does here too).
+
+Run: ``.venv/bin/python -m tests.bench.bench_kvcache [--quick]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from lsp_server.replay import replay_trace
+from lsp_server.synth import synthesize
+from lsp_server.trace import (
+    ChangeEvent,
+    CloseEvent,
+    CompleteEvent,
+    Event,
+    OpenEvent,
+    Position,
+    TextChange,
+    Trace,
+    TraceHeader,
+)
+from lsp_server.trace_documents import TraceDocuments
+
+STDLIB = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+FILES = ("textwrap.py", "shlex.py")
+#: the prompt budget of every row (characters, about as many tokens here)
+PREFIX_CHARS = 1400
+SUFFIX_CHARS = 350
+CONTEXT_CHARS = 800
+MAX_TOKENS = 4
+#: the server's batch: /infill keeps 3/4 of it for the prefix, 1/4 for the
+#: suffix, and what the slot's context leaves beyond the batch for input_extra
+BATCH_TOKENS = 2048
+#: the tiny model's width: narrow, so a full prefill per request stays affordable
+EMBEDDING = 128
+#: one request per this many of the typist's (a miss goes upstream after a
+#: pause, not after every keystroke); keeps a full-window prefill per request
+#: of the other designs affordable on a CPU
+REQUEST_EVERY = 4
+WINDOWS = (
+    ("sliding", "today's sliding window"),
+    ("anchored", "anchored window (ours)"),
+    ("lines", "llama.vscode-style window (256/64 lines)"),
+    ("tokens", "Continue-style token budget"),
+)
+RETURN_LINE = "checked = validate(value)"
+
+
+def _shift(position: Position, lines: int) -> Position:
+    return Position(line=position.line + lines, character=position.character)
+
+
+def _shifted(event: Event, lines: int, head: str) -> Event:
+    """``event`` of a file written from scratch, moved below ``head``."""
+    if isinstance(event, OpenEvent):
+        return OpenEvent(t=event.t, uri=event.uri, text=head + event.text,
+                         language_id=event.language_id)
+    if isinstance(event, ChangeEvent):
+        changes = tuple(
+            TextChange(
+                text=c.text,
+                range=None
+                if c.range is None
+                else (_shift(c.range[0], lines), _shift(c.range[1], lines)),
+            )
+            for c in event.changes
+        )
+        return ChangeEvent(t=event.t, uri=event.uri, changes=changes)
+    if isinstance(event, CompleteEvent):
+        return CompleteEvent(t=event.t, uri=event.uri, position=_shift(event.position, lines),
+                             kind=event.kind, expect=event.expect)
+    return event
+
+
+def _returns(uri: str, head_lines: list[str], t: float, count: int) -> list[Event]:
+    """Go back into ``count`` earlier functions (bottom first) and add a line to each."""
+    body = [
+        i
+        for i, line in enumerate(head_lines[:-1])
+        if line.startswith("        ") and line.strip() and not line.strip().startswith(("#", '"'))
+    ]
+    spots = sorted({body[len(body) * (k + 1) // (count + 1)] for k in range(count)}, reverse=True)
+    events: list[Event] = []
+    for line in spots:
+        indent = head_lines[line][: len(head_lines[line]) - len(head_lines[line].lstrip())]
+        end = Position(line=line, character=len(head_lines[line]))
+        t += 1.0
+        events.append(ChangeEvent(t=t, uri=uri, changes=(TextChange("\n" + indent, (end, end)),)))
+        column = len(indent)
+        for char in RETURN_LINE:
+            at = Position(line=line + 1, character=column)
+            t += 0.1
+            events.append(ChangeEvent(t=t, uri=uri, changes=(TextChange(char, (at, at)),)))
+            column += 1
+            if column % REQUEST_EVERY == 0:
+                events.append(CompleteEvent(t=t, uri=uri, position=Position(line + 1, column)))
+    return events
+
+
+def editing_session(quick: bool) -> Trace:
+    """Files larger than the budget, edited at their end and in earlier functions."""
+    return sized_session(120, 6, 1) if quick else sized_session(220, 16, 2)
+
+
+def sized_session(head_count: int, typed_count: int, returns: int) -> Trace:
+    """Each file opens with ``head_count`` lines, gets ``typed_count`` more typed at
+    its end, then a line added in ``returns`` of its earlier functions."""
+    heads: dict[str, list[str]] = {}
+    typed: dict[str, str] = {}
+    for name in FILES:
+        lines = (STDLIB / name).read_text(encoding="utf-8").split("\n")
+        uri = f"file:///bench/kv/{name}"
+        heads[uri] = lines[:head_count]
+        typed[uri] = "\n".join(lines[head_count : head_count + typed_count]) + "\n"
+    written = synthesize(typed, seed=21)
+    events: list[Event] = []
+    closes: list[Event] = []
+    requests = 0
+    for event in written.events:
+        if isinstance(event, CompleteEvent):
+            requests += 1
+            if requests % REQUEST_EVERY:
+                continue
+        head = heads[event.uri]
+        moved = _shifted(event, len(head), "".join(f"{line}\n" for line in head))
+        (closes if isinstance(moved, CloseEvent) else events).append(moved)
+    t = events[-1].t if events else 0.0
+    for uri, head in heads.items():
+        events += _returns(uri, head, t, returns)
+        t = events[-1].t
+    events += [CloseEvent(t=t + 1.0, uri=e.uri) for e in closes]
+    docs = TraceDocuments()
+    finals: dict[str, str] = {}
+    for event in events:
+        if isinstance(event, CloseEvent):
+            finals[event.uri] = docs.text(event.uri)
+        docs.apply(event)
+    meta = {"generator": "tests.bench.bench_kvcache", "files": list(heads)}
+    return Trace(header=TraceHeader(final=finals, meta=meta), events=events)
+
+
+def _settings(window: str, cross_file: bool) -> dict[str, Any]:
+    return {
+        "provider": "llamacpp",
+        "cache": {"policy": "none", "l2": "none"},
+        "speculative": {"enabled": False},
+        "completion": {
+            "promptWindow": window,
+            "prefixChars": PREFIX_CHARS,
+            "suffixChars": SUFFIX_CHARS,
+            "maxTokens": MAX_TOKENS,
+        },
+        "context": {"crossFile": cross_file, "maxChars": CONTEXT_CHARS},
+    }
+
+
+async def _measure(
+    trace: Trace, workdir: Path, window: str, cache_reuse: int, cross_file: bool
+) -> dict[str, float]:
+    from tests.support.llamacpp import LlamaCppServer
+
+    server = LlamaCppServer(
+        workdir, batch=BATCH_TOKENS, embedding=EMBEDDING, cache_reuse=cache_reuse
+    )
+    await asyncio.to_thread(server.start)
+    try:
+        settings = _settings(window, cross_file)
+        result = await replay_trace(trace, endpoint=server.url, settings=settings)
+    finally:
+        await asyncio.to_thread(server.stop)
+    stats = result.server_stats
+    tokens = stats.get("tokens", {})
+    sent = float(tokens.get("prompt", 0))
+    if not sent or stats.get("upstreamErrors"):
+        raise RuntimeError(
+            f"{window}: {stats.get('upstreamErrors')} upstream errors, {sent:.0f} prompt tokens"
+        )
+    return {
+        "requests": float(stats.get("upstreamRequests", 0)),
+        "sent": sent,
+        "evaluated": float(tokens.get("evaluated", 0)),
+        "share": float(tokens.get("evaluated", 0)) / sent,
+        "ttft": float(stats.get("transport", {}).get("ttftMsP50", 0.0)),
+    }
+
+
+def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": round(value, 3),
+        "baseline": round(baseline, 3),
+        "ratio": round(value / baseline, 3) if baseline else None,
+        "unit": unit,
+    }
+
+
+def _plan(quick: bool) -> tuple[tuple[int, ...], tuple[tuple[str, str], ...]]:
+    """Cache-reuse values and windows: all of them, or ours against today's (quick)."""
+    return ((0,), WINDOWS[:2]) if quick else ((0, 256), WINDOWS)
+
+
+async def measure_all(quick: bool) -> dict[tuple[str, int, bool], dict[str, float]]:
+    """Every window, cache-reuse off and 256, and ours with cross-file context."""
+    trace = editing_session(quick)
+    reuses, windows = _plan(quick)
+    out: dict[tuple[str, int, bool], dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        for cache_reuse in reuses:
+            for window, _label in windows:
+                out[(window, cache_reuse, False)] = await _measure(
+                    trace, workdir, window, cache_reuse, False
+                )
+            out[("anchored", cache_reuse, True)] = await _measure(
+                trace, workdir, "anchored", cache_reuse, True
+            )
+    return out
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    """Measure and return the rows."""
+    from tests.support.llamacpp import missing_reason
+
+    reason = missing_reason()
+    if reason is not None:
+        raise RuntimeError(reason)
+    results = asyncio.run(measure_all(quick))
+    reuses, windows = _plan(quick)
+    rows = []
+    for cache_reuse in reuses:
+        flag = f"--cache-reuse {cache_reuse}" if cache_reuse else "--cache-reuse off"
+        base = results[("sliding", cache_reuse, False)]
+        requests = int(base["requests"])
+        rows.append(
+            _row(f"evaluated share, today's sliding window ({flag}, {requests} requests)",
+                 base["share"], 1.0, "evaluated/sent")
+        )
+        for window, label in [*windows[1:], ("anchored+cross", "ours with cross-file context")]:
+            key = ("anchored", cache_reuse, True) if window == "anchored+cross" else (
+                window, cache_reuse, False)
+            r = results[key]
+            rows.append(_row(f"evaluated share, {label} vs sliding ({flag})",
+                             r["share"], base["share"], "evaluated/sent"))
+            rows.append(_row(f"TTFT p50, {label} vs sliding ({flag})",
+                             r["ttft"], base["ttft"], "ms"))
+        ours = results[("anchored", cache_reuse, False)]
+        cross = results[("anchored", cache_reuse, True)]
+        rows.append(_row(f"prompt tokens per request, ours with cross-file vs without ({flag})",
+                         cross["sent"] / cross["requests"], ours["sent"] / ours["requests"],
+                         "tokens"))
+    return rows
+
+
+if __name__ == "__main__":
+    for row in run("--quick" in sys.argv):
+        print(row)

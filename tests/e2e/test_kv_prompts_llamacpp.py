@@ -1,0 +1,96 @@
+"""Prompts the real llama.cpp server answers from its KV cache, through ``scopecache serve``.
+
+A short editing session inside files larger than the prompt budget, replayed
+through the real server process against llama.cpp's own HTTP server (tiny
+random-weight model, prompt caching on): the token numbers are the ones the
+server reported in every answer's ``timings``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsp_server.replay import replay_trace
+from tests.bench.bench_kvcache import sized_session
+from tests.support.llamacpp import LlamaCppServer
+
+pytestmark = pytest.mark.e2e
+
+#: a batch large enough that /infill cuts none of these prompts
+BATCH = 2048
+
+
+def settings(window: str, *, cross_file: bool = False) -> dict[str, Any]:
+    return {
+        "provider": "llamacpp",
+        "cache": {"policy": "none", "l2": "none"},
+        "speculative": {"enabled": False},
+        "completion": {
+            "promptWindow": window,
+            "prefixChars": 1200,
+            "suffixChars": 300,
+            "maxTokens": 2,
+        },
+        "context": {"crossFile": cross_file, "maxChars": 600},
+    }
+
+
+async def tokens(
+    server: LlamaCppServer, window: str, *, cross_file: bool = False
+) -> dict[str, int]:
+    trace = sized_session(100, 5, 1)
+    result = await replay_trace(
+        trace, endpoint=server.url, settings=settings(window, cross_file=cross_file)
+    )
+    stats = result.server_stats
+    assert stats["upstreamErrors"] == 0
+    assert stats["tokens"]["prompt"] > 0
+    return dict(stats["tokens"])
+
+
+@pytest.fixture
+def llama(tmp_path: Path) -> Any:
+    with LlamaCppServer(tmp_path, batch=BATCH, embedding=128) as server:
+        yield server
+
+
+async def test_the_anchored_window_is_mostly_answered_from_the_kv_cache(
+    llama: LlamaCppServer,
+) -> None:
+    ours = await tokens(llama, "anchored")
+    today = await tokens(llama, "sliding")
+    share = ours["evaluated"] / ours["prompt"]
+    # a session this short pays each file's first prompt and one return in full
+    assert share <= 0.25
+    assert share <= today["evaluated"] / today["prompt"] / 3
+
+
+async def test_cross_file_chunks_reach_the_server_and_stay_in_its_cache(
+    llama: LlamaCppServer,
+) -> None:
+    alone = await tokens(llama, "anchored")
+    with_context = await tokens(llama, "anchored", cross_file=True)
+    # the other open file's chunks were read as input_extra ...
+    assert with_context["prompt"] > alone["prompt"]
+    # ... and evaluated about once, not per request
+    assert with_context["evaluated"] / with_context["prompt"] <= 0.25
+
+
+def test_diagnose_reports_how_much_a_keystroke_re_evaluates(llama: LlamaCppServer) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "diagnose", "--endpoint", llama.url,
+         "--samples", "1", "--json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    report = json.loads(done.stdout)
+    (line,) = [i for i in report["layers"]["service"] if i["name"] == "server prompt cache"]
+    assert line["unit"] == "tokens"
+    assert line["verdict"] in ("ok", "slow")
+    assert isinstance(line["value"], int) and line["value"] >= 1
+    assert "a keystroke apart" in line["hint"]

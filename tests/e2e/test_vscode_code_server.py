@@ -1,0 +1,549 @@
+"""The extension in a real VS Code: code-server driven by headless Chromium.
+
+The freshly packaged ``.vsix`` is installed into a code-server with its own
+user data, extensions, XDG and home directories; the language server is the
+real ``scopecache serve`` of this checkout (found on PATH, as a user's would
+be) and the completion service is the reference service over TLS. The user
+settings are the defaults plus ``scopecache.endpoint`` and
+``scopecache.transport.caFile`` (and a few editor settings that keep the
+workbench quiet). Each test gets a fresh code-server: it keeps a closed
+window's extension host alive, and ignores settings edited on disk while a
+window is connected.
+
+Needs code-server (``make code-server``), the Debian packages ``chromium`` and
+``chromium-driver``, ``selenium`` and the extension's Node packages. Outside
+CI a missing piece skips with the reason; with ``CI`` set it fails.
+Screenshots of the key moments go to ``test-artifacts/vscode-*.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from tests.support.code_server import CodeServer, code_server_binary, free_port
+from tests.support.reference import ReferenceService
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+EXTENSION = REPO / "editors" / "vscode"
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
+CHROMEDRIVER = Path(shutil.which("chromedriver") or "/usr/bin/chromedriver")
+SCOPECACHE_BIN = Path(sys.executable).parent
+CHROME_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-dev-shm-usage",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--window-size=1280,800",
+)
+STATUS_ID = "scopecache.scopecache.scopecache.status"
+WAIT = 30.0
+
+CORPUS = """\
+import json
+
+
+def parse_header(line):
+    key, _, value = line.partition(":")
+    return key.strip().lower(), value.strip()
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+"""
+#: what the file holds when the editor opens it
+START = "import json\n\n\n"
+TYPED = "def parse_hea"
+
+T = TypeVar("T")
+
+
+def _missing() -> list[str]:
+    missing = []
+    if code_server_binary() is None:
+        missing.append("code-server (make code-server)")
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        missing.append("Chromium (apt-get install chromium chromium-driver)")
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("selenium")
+    if shutil.which("npm") is None or not (EXTENSION / "node_modules").is_dir():
+        missing.append("the extension's Node packages (npm ci in editors/vscode)")
+    if not (SCOPECACHE_BIN / "scopecache").exists():
+        missing.append("the scopecache console script beside this Python")
+    return missing
+
+
+MISSING = _missing()
+if MISSING and not os.environ.get("CI"):
+    pytest.skip("needs " + ", ".join(MISSING), allow_module_level=True)
+
+
+def wait_until(condition: Callable[[], T | None], what: str, timeout: float = WAIT) -> T:
+    """Poll ``condition`` until it returns something truthy; fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def vsix() -> Path:
+    """The extension packaged from this checkout."""
+    assert not MISSING, "CI needs " + ", ".join(MISSING)
+    result = subprocess.run(
+        ["npm", "run", "--silent", "package"],
+        cwd=EXTENSION,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return EXTENSION / "scopecache.vsix"
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceService]:
+    corpus = tmp_path_factory.mktemp("corpus") / "headers.py"
+    corpus.write_text(CORPUS)
+    with ReferenceService(corpus=[corpus]) as svc:
+        yield svc
+
+
+def service_answer(service: ReferenceService, prefix: str) -> str:
+    """What the completion service continues ``prefix`` with (its first line)."""
+    with service.client() as client:
+        response = client.post(
+            service.url + "/completions",
+            json={"model": "m", "prompt": prefix, "max_tokens": 64, "temperature": 0},
+        )
+    response.raise_for_status()
+    text: str = response.json()["choices"][0]["text"]
+    return text.split("\n", 1)[0]
+
+
+class Workbench:
+    """The VS Code window in headless Chromium, as a user would drive it."""
+
+    def __init__(self, vscode: CodeServer, name: str) -> None:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+
+        self.vscode = vscode
+        self.name = name
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = str(CHROMIUM)
+        for flag in (*CHROME_FLAGS, f"--user-data-dir={vscode.root / 'chromium'}"):
+            opts.add_argument(flag)
+        self.driver = webdriver.Chrome(options=opts, service=Service(str(CHROMEDRIVER)))
+        self.driver.set_page_load_timeout(60)
+        self.driver.get(vscode.url)
+        wait_until(lambda: self.css(".monaco-workbench .statusbar"), "the workbench")
+
+    def quit(self) -> None:
+        self.driver.quit()
+
+    # -- keys ----------------------------------------------------------------
+
+    def keys(self, *keys: str) -> None:
+        """Type into whatever has the focus (one key or text at a time)."""
+        from selenium.webdriver.common.action_chains import ActionChains
+
+        chain = ActionChains(self.driver)
+        for key in keys:
+            chain.send_keys(key)
+        chain.perform()
+
+    def chord(self, modifier: str, key: str) -> None:
+        from selenium.webdriver.common.action_chains import ActionChains
+
+        ActionChains(self.driver).key_down(modifier).send_keys(key).key_up(modifier).perform()
+
+    def type(self, text: str) -> None:
+        """Type ``text`` key by key, as a user does."""
+        for ch in text:
+            self.keys(ch)
+
+    # -- what is on screen ------------------------------------------------------
+
+    def css(self, selector: str) -> list[Any]:
+        return list(self.driver.find_elements("css selector", selector))
+
+    def texts(self, selector: str, prop: str = "innerText") -> list[str]:
+        """``prop`` of every element matching ``selector``, read in one step.
+
+        The workbench re-renders all the time: elements found in one call may
+        be gone by the next, so nothing is read element by element.
+        """
+        script = "return Array.from(document.querySelectorAll(arguments[0]), e => e[arguments[1]]);"
+        found = self.driver.execute_script(script, selector, prop)
+        # the editor draws spaces as no-break spaces
+        return [(t or "").replace("\xa0", " ") for t in found]
+
+    def quick_input_rows(self) -> str:
+        """The rows Quick Open or the command palette lists, as one text."""
+        return "\n".join(self.texts(".quick-input-list .monaco-list-row"))
+
+    def ghost_text(self) -> str:
+        """The inline suggestion shown in the editor (its first line)."""
+        parts = self.texts(".monaco-editor .view-lines .ghost-text-decoration", "textContent")
+        return "".join(parts)
+
+    def ghost_dom(self) -> list[str]:
+        """Every ghost-text element's class and text (for failure messages)."""
+        selector = '.monaco-editor [class*="ghost"]'
+        return [
+            f"{cls}: {text!r}"
+            for cls, text in zip(
+                self.texts(selector, "className"), self.texts(selector, "textContent"), strict=False
+            )
+        ]
+
+    def status(self) -> str:
+        """The scopecache status item's label (codicons spelled as their names)."""
+        script = "const e = document.getElementById(arguments[0]); return e ? e.ariaLabel : '';"
+        return str(self.driver.execute_script(script, STATUS_ID) or "")
+
+    def suggest_widget_visible(self) -> bool:
+        return bool(self.css(".editor-widget.suggest-widget.visible"))
+
+    def notifications(self) -> list[str]:
+        """The texts of the notification toasts on screen."""
+        return self.texts(".notification-toast-container .notification-toast")
+
+    def screenshot(self, moment: str) -> Path:
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / f"vscode-{self.name}-{moment}.png"
+        self.driver.save_screenshot(str(path))
+        return path
+
+    # -- actions ---------------------------------------------------------------
+
+    def open_file(self, name: str) -> None:
+        """Quick Open (Ctrl+P) the file, then wait for its editor to have the focus."""
+        from selenium.webdriver.common.keys import Keys
+
+        self.chord(Keys.CONTROL, "p")
+        wait_until(lambda: self.css(".quick-input-widget input:focus"), "Quick Open")
+        self.type(name)
+        wait_until(lambda: name in self.quick_input_rows(), f"{name} in Quick Open")
+        self.keys(Keys.ENTER)
+        tab = f'.tab.active[aria-label^="{name}"]'
+        wait_until(
+            lambda: self.css(tab) and self.css(".monaco-editor.focused"), f"the editor of {name}"
+        )
+
+    def go_to_end(self) -> None:
+        from selenium.webdriver.common.keys import Keys
+
+        self.chord(Keys.CONTROL, Keys.END)
+
+    def save(self) -> None:
+        from selenium.webdriver.common.keys import Keys
+
+        self.chord(Keys.CONTROL, "s")
+        wait_until(lambda: not self.css(".tab.active.dirty"), "the file to be saved")
+
+    def run_command(self, title: str) -> None:
+        """Run a command from the command palette (F1) by its title."""
+        from selenium.webdriver.common.keys import Keys
+
+        self.keys(Keys.F1)
+        wait_until(lambda: self.css(".quick-input-widget input:focus"), "the command palette")
+        self.type(title)
+        wait_until(lambda: title in self.quick_input_rows(), f"{title!r} in the command palette")
+        self.keys(Keys.ENTER)
+        wait_until(lambda: not self.css(".quick-input-widget input:focus"), "the palette to close")
+
+
+@pytest.fixture
+def code_server_for(
+    tmp_path: Path, vsix: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[[dict[str, Any]], Workbench]]:
+    """Starts a fresh code-server with the given user settings and opens it."""
+    started: list[tuple[CodeServer, Workbench]] = []
+
+    def start(settings: dict[str, Any]) -> Workbench:
+        binary = code_server_binary()
+        assert binary is not None
+        vscode = CodeServer(
+            binary, tmp_path / "vscode", settings=settings, path_prefix=[SCOPECACHE_BIN]
+        )
+        (vscode.workspace / "headers.py").write_text(START)
+        vscode.install_extension(vsix)
+        vscode.start()
+        try:
+            bench = Workbench(vscode, request.node.name.removeprefix("test_"))
+        except BaseException:
+            vscode.stop()
+            raise
+        started.append((vscode, bench))
+        return bench
+
+    yield start
+    for vscode, bench in started:
+        try:
+            bench.screenshot("end")
+            log = vscode.output_channel_log()
+            (ARTIFACTS / f"vscode-{bench.name}-output.log").write_text(log)
+            bench.quit()
+        finally:
+            vscode.stop()
+
+
+def user_settings(service: ReferenceService, **extra: Any) -> dict[str, Any]:
+    return {
+        "scopecache.endpoint": service.url,
+        "scopecache.transport.caFile": str(service.ca_file),
+        **extra,
+    }
+
+
+def errors(log: str) -> list[str]:
+    """Lines of the output channel at error level.
+
+    Leaves out vscode-languageclient's note that it ended a stopped server
+    which had not exited within its 2 s grace (a loaded machine).
+    """
+    return [
+        line
+        for line in log.splitlines()
+        if "[error]" in line and not line.endswith("Server process exited with signal SIGKILL.")
+    ]
+
+
+def starts(bench: Workbench) -> int:
+    """How many times the extension started a server (from its output channel)."""
+    return bench.vscode.output_channel_log().count("] starting scopecache serve")
+
+
+def test_ghost_text_appears_tab_accepts_it_and_the_status_item_shows_the_hit_share(
+    code_server_for: Callable[[dict[str, Any]], Workbench], service: ReferenceService
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    bench = code_server_for(user_settings(service))
+    bench.open_file("headers.py")
+    # opening a Python file starts the server; meanwhile the status item says
+    # "starting", never "not running"
+    seen: list[str] = []
+
+    def running() -> bool:
+        seen.append(bench.status())
+        return "zap" in seen[-1]
+
+    wait_until(running, "the status item to show live numbers")
+    assert bench.vscode.language_servers()
+    assert not [s for s in seen if "circle-slash" in s], seen
+
+    bench.go_to_end()
+    bench.type(TYPED)
+    expected = service_answer(service, START + TYPED)
+    assert expected == "der(line):"
+    wait_until(lambda: bench.ghost_text() == expected, f"ghost text {expected!r}")
+    # ghost text is the product: no suggestion list beside it to take the Tab key
+    assert not bench.suggest_widget_visible()
+    bench.screenshot("ghost-text")
+
+    bench.keys(Keys.TAB)
+    wait_until(lambda: not bench.ghost_text(), "the ghost text to be accepted")
+    bench.save()
+    accepted = START + TYPED + expected
+    assert (bench.vscode.workspace / "headers.py").read_text() == accepted
+
+    # Enter at the end of the accepted line (VS Code indents the body): the
+    # next line's suggestion
+    bench.keys(Keys.ENTER)
+    next_line = service_answer(service, accepted + "\n    ")
+    assert next_line == 'key, _, value = line.partition(":")'
+    try:
+        wait_until(lambda: bench.ghost_text() == next_line, f"ghost text {next_line!r}")
+    except AssertionError:
+        raise AssertionError(bench.ghost_dom()) from None
+    # the hit share of what was served so far, e.g. "zap  67% · upstream ok"
+    wait_until(lambda: "% · upstream ok" in bench.status(), "the hit share in the status item")
+    bench.screenshot("next-line")
+
+    bench.keys(Keys.ESCAPE)
+    wait_until(lambda: not bench.ghost_text(), "Esc to dismiss the ghost text")
+    bench.save()
+    assert (bench.vscode.workspace / "headers.py").read_text() == accepted + "\n    "
+    assert bench.vscode.language_servers(), "the server is still running"
+    assert starts(bench) == 1
+    log = bench.vscode.output_channel_log()
+    assert "Stopping server failed" not in log
+    assert not errors(log), log
+
+
+def test_the_three_commands_work_and_a_settings_change_reaches_the_server(
+    code_server_for: Callable[[dict[str, Any]], Workbench], service: ReferenceService
+) -> None:
+    bench = code_server_for(user_settings(service, **{"scopecache.server.statusPollSeconds": 1}))
+    bench.open_file("headers.py")
+    wait_until(lambda: "zap" in bench.status(), "the server to run")
+    bench.go_to_end()
+    bench.type(TYPED)
+    wait_until(lambda: bench.ghost_text() == "der(line):", "ghost text")
+
+    bench.run_command("scopecache: Show Cache Stats")
+    wait_until(lambda: "Hit ratio:" in bench.vscode.output_channel_log(), "the stats report")
+    wait_until(
+        lambda: "Hit ratio:" in " ".join(bench.texts(".part.panel .monaco-editor")),
+        "the report in the Output panel",
+    )
+    bench.screenshot("show-cache-stats")
+
+    bench.run_command("scopecache: Clear Cache")
+    toast = wait_until(
+        lambda: [t for t in bench.notifications() if "cleared" in t and "cache entries" in t],
+        "the Clear Cache notification",
+    )
+    assert re.search(r"scopecache: cleared [1-9][0-9]* cache entries", toast[0]), toast
+    wait_until(lambda: "Cache: hybrid, 0 of 2048 entries" in bench.status(), "an empty cache")
+
+    # a change in the workspace settings goes to the running server
+    settings_dir = bench.vscode.workspace / ".vscode"
+    settings_dir.mkdir()
+    (settings_dir / "settings.json").write_text(json.dumps({"scopecache.cache.policy": "lru"}))
+    wait_until(lambda: "Cache: lru," in bench.status(), "the server to report the lru policy")
+
+    before = bench.vscode.language_servers()
+    bench.run_command("scopecache: Restart Server")
+    wait_until(
+        lambda: (s := bench.vscode.language_servers()) and s != before, "a new server process"
+    )
+    wait_until(lambda: "zap" in bench.status() and "Cache: lru," in bench.status(),
+               "the new server to run with the workspace settings")
+    assert len(bench.vscode.language_servers()) == 1
+    assert starts(bench) == 2
+    assert not errors(bench.vscode.output_channel_log())
+
+
+def test_a_killed_server_is_restarted_once_per_crash_with_backoff(
+    code_server_for: Callable[[dict[str, Any]], Workbench], service: ReferenceService
+) -> None:
+    bench = code_server_for(user_settings(service))
+    bench.open_file("headers.py")
+    wait_until(lambda: "zap" in bench.status(), "the server to run")
+    servers = bench.vscode.language_servers()
+    assert len(servers) == 1
+
+    for crash, delay in enumerate((500, 1000), start=1):
+        os.kill(servers[0], signal.SIGKILL)
+        replaced = wait_until(
+            lambda old=servers: (s := bench.vscode.language_servers()) and s != old and s,
+            f"a restarted server after crash {crash}",
+        )
+        assert len(replaced) == 1
+        wait_until(lambda: "zap" in bench.status(), "the restarted server to answer")
+        log = bench.vscode.output_channel_log()
+        assert f"scopecache server stopped; restarting in {delay} ms" in log, log
+        servers = replaced
+
+    # the restarted server completes as the first one did
+    bench.go_to_end()
+    bench.type(TYPED)
+    wait_until(lambda: bench.ghost_text() == "der(line):", "ghost text from the restarted server")
+    bench.screenshot("after-restarts")
+    log = bench.vscode.output_channel_log()
+    assert log.count("restarting in") == 2, log
+    assert starts(bench) == 3, log
+    assert bench.vscode.language_servers() == servers
+    assert "Stopping server failed" not in log
+    assert bench.notifications() == []  # a crash the extension handles is no pop-up
+
+
+def test_a_bad_endpoint_produces_one_clear_message(
+    code_server_for: Callable[[dict[str, Any]], Workbench],
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    endpoint = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    bench = code_server_for({"scopecache.endpoint": endpoint})
+    bench.open_file("headers.py")
+    wait_until(lambda: "zap" in bench.status(), "the server to run")
+    bench.go_to_end()
+    bench.type("def parse_header(line):")
+    bench.keys(Keys.ENTER)
+    bench.type("    key, _, value = line.partition")
+    wait_until(lambda: [t for t in bench.notifications() if "completion service" in t],
+               "a message about the completion service")
+    bench.type('(":")')
+    bench.keys(Keys.ENTER)
+    bench.type("    return key")
+    bench.save()  # every keystroke has been through the editor by now
+    bench.screenshot("bad-endpoint")
+    # the server's warning is in the output channel at its own level, with one timestamp
+    log = bench.vscode.output_channel_log()
+    warning = re.search(r"^\S+ \S+ \[warning\] (lsp_server\.notify: upstream: .*)$", log, re.M)
+    assert warning, log
+    assert not re.match(r"\d{4}-\d\d-\d\d", warning.group(1))
+    assert not errors(log), log
+    messages = [t for t in bench.notifications() if "scopecache" in t]
+    assert len(messages) == 1, messages
+    assert "completion service" in messages[0], messages
+    assert bench.vscode.language_servers(), "the server keeps running"
+
+
+def test_a_fixed_server_command_replaces_the_pending_restart_of_the_broken_one(
+    code_server_for: Callable[[dict[str, Any]], Workbench], service: ReferenceService
+) -> None:
+    # a command that exits at once: the extension retries it with growing delays
+    bench = code_server_for(user_settings(service, **{"scopecache.server.command": ["false"]}))
+    bench.open_file("headers.py")
+    wait_until(
+        lambda: "restarting in 8000 ms" in bench.vscode.output_channel_log(),
+        "five failed starts (0.5 + 1 + 2 + 4 s of backoff)",
+        timeout=60,
+    )
+    assert "sync~spin" in bench.status()  # restarting, not "not running"
+    failures = [t for t in bench.notifications() if "did not start" in t]
+    assert len(failures) == 1 and "scopecache.server.command" in failures[0], failures
+
+    # the fixed command, set while the sixth attempt waits its 8 s
+    command = [str(SCOPECACHE_BIN / "scopecache"), "serve"]
+    settings_dir = bench.vscode.workspace / ".vscode"
+    settings_dir.mkdir()
+    (settings_dir / "settings.json").write_text(json.dumps({"scopecache.server.command": command}))
+    fixed = f"] starting {' '.join(command)} --log-level INFO"
+    wait_until(lambda: fixed in bench.vscode.output_channel_log(), "the fixed command to start")
+    wait_until(lambda: "zap" in bench.status(), "the server to run")
+    bench.go_to_end()
+    bench.type(TYPED)
+    wait_until(lambda: bench.ghost_text() == "der(line):", "ghost text")
+    bench.screenshot("fixed-command")
+
+    log = bench.vscode.output_channel_log()
+    assert "pending restart of the stopped server cancelled" in log, log
+    # five starts of the broken command, one of the fixed one: no stale start after it
+    assert log.count("] starting false --log-level INFO") == 5, log
+    assert log.count(fixed) == 1, log
+    assert log.rindex(fixed) > log.rindex("] starting false")
+    assert "Stopping server failed" not in log, log
+    assert len(bench.vscode.language_servers()) == 1
+    assert len([t for t in bench.notifications() if "did not start" in t]) <= 1
