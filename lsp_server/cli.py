@@ -11,7 +11,9 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
+from lsp_server.settings import POLICIES
 from transport.reference.options import add_arguments as add_upstream_arguments
 
 
@@ -46,10 +48,24 @@ def _add_trace(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("replay", help="replay a trace through a real server process")
+    p = sub.add_parser(
+        "replay",
+        help="replay a trace through a real server process",
+        description="Replay a recorded editing session through a real server process.",
+        epilog="exit codes: 0 every request answered; 1 some requests failed (upstream "
+        "errors or error answers, see the table's errors row); 2 bad usage or input "
+        "(unknown --policy, not a scopecache trace, bad --config file)",
+    )
     p.add_argument("trace", metavar="TRACE")
-    p.add_argument("--endpoint", metavar="URL", help="default: a reference service it starts")
-    p.add_argument("--policy", default=None, help="cache.policy for this run")
+    p.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="completion service to use (also read from --config); default: a reference "
+        "service it starts over the trace's files",
+    )
+    p.add_argument(
+        "--policy", default=None, help=f"cache.policy for this run: {', '.join(POLICIES)}"
+    )
     p.add_argument("--capacity", type=int, default=None, help="cache.capacity for this run")
     p.add_argument("--config", metavar="FILE", help="TOML settings file")
     p.add_argument("--speed", type=float, default=0.0, help="0: as fast as possible; 1: real time")
@@ -59,12 +75,55 @@ def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.set_defaults(module="lsp_server.replay")
 
 
+class _StrategiesHelp(argparse.Action):
+    """``--help-strategies``: list the key designs ``--strategies`` accepts, then exit."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any) -> None:
+        from lsp_server.strategies import STRATEGY_DESCRIPTIONS
+
+        width = max(map(len, STRATEGY_DESCRIPTIONS))
+        lines = [f"  {name:<{width}}  {text}" for name, text in STRATEGY_DESCRIPTIONS.items()]
+        sys.stdout.write("key designs for --strategies (comma-separated, or all):\n")
+        sys.stdout.write("\n".join(lines) + "\n")
+        parser.exit(0)
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version, then exit."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("scopecache")
+        except PackageNotFoundError:
+            found = "unknown (not installed)"
+        sys.stdout.write(f"scopecache {found}\n")
+        parser.exit(0)
+
+
 def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("simulate", help="compare policies and key designs offline")
     p.add_argument("trace", metavar="TRACE")
     p.add_argument("--policies", default="lru,lfu,arc,lruk,hybrid,opt")
-    p.add_argument("--capacities", default="16,64,256,1024")
-    p.add_argument("--strategies", default="scope", help="key designs (see --help-strategies)")
+    p.add_argument(
+        "--capacities",
+        default=None,
+        help="L1 sizes to compare, comma-separated; default: 2%%, 5%%, 10%%, 25%% and 50%% "
+        "of the answers an unbounded cache keeps for the trace, so every policy evicts",
+    )
+    p.add_argument(
+        "--strategies", default="scope", help="key designs, comma-separated or all"
+    )
+    p.add_argument(
+        "--help-strategies", action=_StrategiesHelp, help="list the key designs and exit"
+    )
     p.add_argument("--timed", action="store_true", help="model time to first token")
     p.add_argument("--ttft-ms", type=float, default=300.0)
     p.add_argument("--token-ms", type=float, default=20.0, help="--timed: ms per streamed token")
@@ -126,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="scopecache",
         description="Editor-side AI completion with a syntax-scoped cache.",
     )
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (
         _add_serve, _add_upstream, _add_trace, _add_replay, _add_simulate, _add_demo,

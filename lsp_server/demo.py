@@ -35,6 +35,14 @@ from lsp_server.upstream_process import ReferenceProcess
 #: emulated model latency of the demo's service
 DEMO_TTFT_MS = 30.0
 DEMO_TOKEN_MS = 2.0
+#: one line under the table: what each "served" source means
+SOURCES_LEGEND = (
+    "exact: same context as before; typed: you typed the start of a cached "
+    "suggestion, the rest is served; inflight: joined a stream still running; "
+    "speculative: fetched ahead for the line after an accepted suggestion; "
+    "upstream: asked the service and waited"
+)
+
 #: lines of each sample file the demo session writes
 DEMO_LINES = 20
 DEMO_FILES = 2
@@ -108,6 +116,7 @@ def _progress(console: Console | None) -> Progress:
         TextColumn("[bold]{task.description:<24}"),
         BarColumn(),
         MofNCompleteColumn(),
+        TextColumn("events"),
         TimeElapsedColumn(),
         console=console or Console(stderr=True),
         disable=console is None,
@@ -141,24 +150,38 @@ def demo_table(report: Mapping[str, Any]) -> Table:
     baseline = runs[names[-1]]["upstreamRequests"] or 1
     row("upstream requests saved", lambda r: f"{100 * (1 - r['upstreamRequests'] / baseline):.1f}%")
     for kind in ("hit", "miss", "all"):
-        row(
-            f"{kind} latency p50 / p95 ms",
-            lambda r, k=kind: f"{r['latencyMs'][k]['p50']:.1f} / {r['latencyMs'][k]['p95']:.1f}",
-        )
+        row(f"{kind} latency p50 / p95 ms", lambda r, k=kind: _latency_cell(r, k))
     row("answered within 10 ms", lambda r: f"{100 * r['instant']:.1f}%")
     row("connections opened", lambda r: r["connectionsOpened"])
     row("DNS lookups", lambda r: r["dnsLookups"])
     row("wall seconds", lambda r: r["wallSeconds"])
+    table.caption = SOURCES_LEGEND
     return table
+
+
+def _latency_cell(run: Mapping[str, Any], kind: str) -> str:
+    """``p50 / p95`` of one latency split, or ``-`` when no request fell in it."""
+    served = run["served"]
+    hits = sum(n for source, n in served.items() if source != "upstream")
+    misses = served.get("upstream", 0) + run["empty"]
+    count = {"hit": hits, "miss": misses, "all": hits + misses}[kind]
+    if not count:
+        return "-"
+    figures = run["latencyMs"][kind]
+    return f"{figures['p50']:.1f} / {figures['p95']:.1f}"
 
 
 def run(args: argparse.Namespace) -> int:
     """``scopecache demo``."""
     console = Console(stderr=True)
     if not args.json:
+        trace = demo_trace(args.seed)
+        requests = sum(isinstance(e, CompleteEvent) for e in trace.events)
         console.print(
             "[bold]scopecache demo[/bold]: reference service (TLS, HTTP/2) + synthesized "
-            "editing session, replayed through two real server processes"
+            "editing session, replayed through two real server processes\n"
+            f"the bars count the session's {len(trace.events)} events (opens, edits and "
+            f"{requests} completion requests); the table counts the completion requests"
         )
         names = ", ".join(p.name for p in demo_files()[:DEMO_FILES])
         console.print(f"the session writes {names}: each language with a grammar gets scope keys")

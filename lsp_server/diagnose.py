@@ -136,9 +136,8 @@ async def diagnose(
         if tokens is not None:
             report.add("service", prompt_cut_measurement(probe, sample, tokens))
         report.add("service", info("completion endpoint", "answers", hint=f"POST {url}"))
-        service_ttft: float | None = None
         try:
-            measurements, service_ttft = await diagnose_service(probe, sample, samples)
+            measurements, _service_ttft = await diagnose_service(probe, sample, samples)
             report.add("service", *measurements)
         except errors.TransportError as exc:
             report.add("service", failing("streamed completion", explain(exc, options)))
@@ -147,7 +146,7 @@ async def diagnose(
         try:
             report.add("client", *await diagnose_client(
                 options, backend, sample, headers,
-                samples=samples, service_ttft_ms=service_ttft, clock=clock))
+                samples=samples, clock=clock))
         finally:
             await backend.aclose()
     finally:

@@ -202,8 +202,9 @@ def render_table(report: Report, console: Console) -> None:
                 m.hint or "",
                 end_section=index == len(measurements) - 1,
             )
-    console.print(table)
+    # Settings problems first: a measurement below may be off because of one.
     for problem in report.problems:
         console.print(f"[yellow]settings:[/] {problem}")
+    console.print(table)
     verdict = report.verdict
     console.print(Text(f"verdict: {verdict}", style=_STYLE[verdict]))

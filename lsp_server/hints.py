@@ -6,7 +6,9 @@ looks at the samples of the last ``window`` seconds: if the upstream error
 ratio or the time to first token is over its threshold (or the circuit is
 open), it names the transport signals that moved in the same window —
 connections reopened, pool saturated, DNS answers re-resolved, rate limiting,
-timeouts, TLS or connect failures. No breach, no hints: a quiet dashboard
+timeouts, TLS or connect failures. The kinds of failure behind the errors
+(TLS, connect, timeout, ...) come first, the most frequent first; the signals
+that merely moved with them follow. No breach, no hints: a quiet dashboard
 means a healthy service.
 """
 
@@ -143,6 +145,9 @@ def diagnose(
     if lookups >= limits.dns_lookups or _moved(samples, "dnsFallbacks") > 0:
         hint("dns", f"DNS answers expiring before refresh: {lookups:.0f} lookups in {span} "
              "(short TTL or failing nameservers; see transport.nameservers)")  # fmt: skip
+    # The kinds of failed requests explain the errors themselves: they go
+    # first, the most frequent first, ahead of the signals that moved with them.
+    causes: list[tuple[float, str, str]] = []
     for name, signal, text in (
         ("rateLimited", "rate_limited", "answers were 429/503 (rate limited): the service "
          "sheds load; raise its quota or the throttle's delays"),
@@ -155,7 +160,12 @@ def diagnose(
     ):  # fmt: skip
         moved = _moved(samples, name)
         if moved > 0:
-            hint(signal, f"{moved:.0f} {text}")
+            causes.append((moved, signal, f"{moved:.0f} {text}"))
+    causes.sort(key=lambda cause: -cause[0])  # stable: equal counts keep this order
+    movers, hints[:] = hints[:], []
+    for _moved_by, signal, message in causes:
+        hint(signal, message)
+    hints.extend(movers)
     if samples[-1].values.get("circuitOpen", 0.0):
         hint("circuit", "circuit breaker open after repeated failures: the service is not "
              "asked until its cooldown passes")  # fmt: skip

@@ -5,7 +5,8 @@ is the host's business). Answers another editor window stores arrive as
 changes and become servable from L1 here too. Trouble mid-session (disk
 full, Redis gone, file read-only) reaches the user once when the store goes
 down and once when it is back. After ``initialized`` the store is started
-and L1 is prewarmed with its hottest entries (``cache.prewarm``).
+and L1 is prewarmed with its hottest entries (``cache.prewarm``); a store
+that was down at start-up prewarms when it comes back.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ class L2Link:
         self._spawn = spawn
         self._l1 = l1
         self._prewarm_limit = prewarm_limit
+        #: the store L1 was prewarmed from (once per store)
+        self._prewarmed: L2Store | None = None
 
     def replace(self, settings: Settings, *, started: bool) -> L2Store | None:
         """Close the current store and build the one ``settings`` ask for (None: off).
@@ -89,11 +92,20 @@ class L2Link:
             )
         else:
             self._notifier.resolved("l2", f"shared cache available again ({where})")
+            # A store that was down at start-up has not prewarmed L1 yet.
+            if self._prewarmed is not store:
+                self._spawn(self._prewarm(store))
 
     async def _start(self, store: L2Store) -> None:
         await store.start()
         if store.state == "down":
-            return  # going down told the user already (``_on_state``)
+            return  # told the user already (``_on_state``); prewarmed once it is back
+        await self._prewarm(store)
+
+    async def _prewarm(self, store: L2Store) -> None:
+        if self._prewarmed is store:
+            return
+        self._prewarmed = store
         limit = self._prewarm_limit()
         if limit <= 0:
             return

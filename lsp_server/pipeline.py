@@ -7,18 +7,26 @@ Lookup order for one request (DESIGN.md, "One keystroke, as data"):
    against the current line before returning it;
 2. an upstream stream in flight whose prediction the user is typing through:
    attach to it instead of asking again;
-3. the shared L2 tier, verified like L1;
+3. the shared L2 tier, verified like L1 (an entry with empty text records that
+   the service had nothing to suggest there: answered empty, not asked again);
 4. upstream, after the miss throttle (``lsp_server.upstream_streams``). The
    answer is stored once, in L1 and L2, when the stream finishes normally;
    errors and cut-off streams are never stored.
 
 Whatever is served is checked against the document once more just before it
 goes out: if the buffer moved on while we waited, nothing is shown.
+
+A speculative prefetch looks in the same places before it asks upstream: L1,
+the streams in flight, then the shared L2 (in the background, so the answer
+that triggered it is not delayed). An answer another process already fetched
+is copied into L1 and counted in ``ServerStats.speculative_l2_prefetches``;
+serving it later counts ``speculative_l2_served``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -62,6 +70,8 @@ class Suggestion:
 
     text: str
     source: str
+    #: a speculative answer another process fetched (counted as speculativeL2.served)
+    shared_speculative: bool = False
 
 
 def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
@@ -79,9 +89,15 @@ def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
     return key, anchor
 
 
+#: the origin of a speculative answer another process fetched, found in L2 by a prefetch
+SPECULATIVE_FROM_L2 = "speculative-l2"
+
+
 def _hit_source(hit: Hit) -> str:
     """Where a cache hit's answer came from, as stats count it."""
-    return "speculative" if hit.entry.origin == "speculative" else hit.source
+    if hit.entry.origin in ("speculative", SPECULATIVE_FROM_L2):
+        return "speculative"
+    return hit.source
 
 
 def fit_to_line(text: str, line_suffix: str) -> str:
@@ -123,6 +139,9 @@ class CompletionPipeline:
         self.prompt_context = prompt_context
         self.completion = completion
         self.upstream = UpstreamStreams(self, notifier=notifier, completion=completion)
+        #: documents whose speculative prefetch is looking in L2 right now
+        self._prefetching: set[str] = set()
+        self._prefetch_tasks: set[asyncio.Task[None]] = set()
 
     async def complete(
         self,
@@ -165,6 +184,8 @@ class CompletionPipeline:
             text = fit_to_line(suggestion.text, ctx.line_suffix)
             if text:
                 self.stats.record_served(suggestion.source, latency_ms)
+                if suggestion.shared_speculative:
+                    self.stats.speculative_l2_served += 1
                 self.metrics.record_request(method, suggestion.source, "served", latency_ms / 1e3)
                 return Suggestion(text, suggestion.source)
         self.stats.record_empty(latency_ms)
@@ -176,9 +197,9 @@ class CompletionPipeline:
 
     async def _lookup(self, uri: str, ctx: SyntaxContext) -> Suggestion | None:
         key, anchor = keys_for(ctx)
-        hit = self.store.lookup(key, anchor, ctx.line_prefix)
+        hit = self._l1(key, anchor, ctx)
         if hit is not None:
-            return Suggestion(hit.text, _hit_source(hit))
+            return hit
         if self.backend is None:
             return None
         self.inflight.cancel_diverged(uri, ctx.line_prefix, anchor, ctx.line)
@@ -191,13 +212,20 @@ class CompletionPipeline:
                 return shared
         await self.throttle.wait(at_line_start=ctx.at_line_start)
         # While we waited another request may have filled the cache or started a stream.
-        hit = self.store.lookup(key, anchor, ctx.line_prefix)
+        hit = self._l1(key, anchor, ctx)
         if hit is not None:
-            return Suggestion(hit.text, _hit_source(hit))
+            return hit
         attached = await self._attach(anchor, ctx)
         if attached is not None:
             return attached
         return await self._upstream(uri, key, anchor, ctx)
+
+    def _l1(self, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext) -> Suggestion | None:
+        hit = self.store.lookup(key, anchor, ctx.line_prefix)
+        if hit is None:
+            return None
+        shared = hit.entry.origin == SPECULATIVE_FROM_L2
+        return Suggestion(hit.text, _hit_source(hit), shared_speculative=shared)
 
     async def _attach(self, anchor: LineAnchor, ctx: SyntaxContext) -> Suggestion | None:
         stream = self.inflight.find(anchor, ctx.line_prefix)
@@ -217,9 +245,10 @@ class CompletionPipeline:
         entry = await self.l2.get(key)
         if entry is None:
             return None
-        if entry.anchor != anchor or entry.line_prefix != ctx.line_prefix or not entry.text:
+        if entry.anchor != anchor or entry.line_prefix != ctx.line_prefix:
             self.stats.rejected_stale += 1
             return None
+        # An empty text is a stored "nothing to suggest here": answered, not asked again.
         self.store.add_entry(entry)
         return Suggestion(entry.text, "l2")
 
@@ -233,11 +262,13 @@ class CompletionPipeline:
         return Suggestion(text, "upstream")
 
     def prefetch(self, uri: str, ctx: SyntaxContext, *, predicted: tuple[int, str]) -> bool:
-        """Ask upstream in the background for a state the user has not reached yet.
+        """Fetch in the background the answer for a state the user has not reached yet.
 
         ``predicted`` is the line the user is typing and its predicted full
-        text: the stream lives while the user types towards it. Returns
-        False when the answer is cached or already being fetched.
+        text: an upstream stream lives while the user types towards it.
+        Looks in L1, the streams in flight, and (in the background) the shared
+        L2 first. Returns False when the answer is cached or already being
+        fetched.
         """
         if self.backend is None:
             return False
@@ -246,8 +277,54 @@ class CompletionPipeline:
             return False
         if self.inflight.find(anchor, ctx.line_prefix) is not None:
             return False
-        self.upstream.start(uri, key, anchor, ctx, predicted=predicted)
+        if self.l2 is None:
+            self.upstream.start(uri, key, anchor, ctx, predicted=predicted)
+            return True
+        self._prefetching.add(uri)
+        task = asyncio.ensure_future(self._prefetch_shared(uri, key, anchor, ctx, predicted))
+        self._prefetch_tasks.add(task)
+        task.add_done_callback(self._prefetch_tasks.discard)
         return True
+
+    def speculating(self, uri: str) -> bool:
+        """Whether a speculative prefetch of ``uri`` is under way (L2 lookup or stream)."""
+        return uri in self._prefetching or self.inflight.speculating(uri)
+
+    async def _prefetch_shared(
+        self,
+        uri: str,
+        key: ScopeKey,
+        anchor: LineAnchor,
+        ctx: SyntaxContext,
+        predicted: tuple[int, str],
+    ) -> None:
+        try:
+            assert self.l2 is not None
+            entry = await self.l2.get(key)
+            if (
+                entry is not None
+                and entry.anchor == anchor
+                and entry.line_prefix == ctx.line_prefix
+            ):
+                # an empty text: another process learnt there is nothing to suggest
+                origin = SPECULATIVE_FROM_L2 if entry.origin == "speculative" else entry.origin
+                self.store.add_entry(dataclasses.replace(entry, origin=origin))
+                self.stats.speculative_l2_prefetches += 1
+                return
+            logger.debug(
+                "speculative prefetch at line %d: %s in L2",
+                ctx.line,
+                "no entry" if entry is None else "a different context",
+            )
+            # While we looked, a request may have filled L1 or started a stream.
+            if self.store.lookup(key, anchor, ctx.line_prefix) is not None:
+                return
+            if self.inflight.find(anchor, ctx.line_prefix) is not None:
+                return
+            if self.backend is not None:
+                self.upstream.start(uri, key, anchor, ctx, predicted=predicted)
+        finally:
+            self._prefetching.discard(uri)
 
     def clear(self) -> int:
         """Empty L1; returns how many entries were removed."""

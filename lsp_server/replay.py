@@ -3,9 +3,16 @@
 The trace's events are sent as an editor would send them: didOpen, didChange,
 inlineCompletion (or completion), didClose; in real-time mode a completion
 still outstanding when the next change arrives is cancelled with
-``$/cancelRequest``, as editors do. By default a reference service is started
-on loopback over the trace's final texts. What it measured, and the
-``--json`` summary, are ``replay_result``'s.
+``$/cancelRequest``, as editors do. Unless an endpoint is given (``--endpoint``
+or ``endpoint`` in the ``--config`` file) a reference service is started on
+loopback over the trace's final texts; a given endpoint is used with the
+transport settings it came with. What it measured, and the ``--json``
+summary, are ``replay_result``'s.
+
+Exit codes: 0 every request was answered (a suggestion or none); 1 some
+requests failed (upstream errors or error answers: the table's ``errors`` row
+and a warning say how many); 2 bad usage or input (unknown ``--policy``, an
+unreadable or malformed trace, a bad config file).
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lsp_server.client import ServerProcess
-from lsp_server.replay_result import ReplayResult, RequestOutcome, results_table
+from lsp_server.replay_result import ReplayResult, RequestOutcome, failed_requests, results_table
+from lsp_server.settings import POLICIES
 from lsp_server.settings_codec import SettingsFileError, load_toml
 from lsp_server.trace import ChangeEvent, CloseEvent, CompleteEvent, OpenEvent, Trace
 from lsp_server.trace_reader import read_trace
@@ -32,6 +40,11 @@ from lsp_server.upstream_process import ReferenceProcess
 
 #: the model name the replay uses against the reference service
 REFERENCE_MODEL = "reference"
+
+#: exit codes of ``scopecache replay``
+EXIT_OK = 0
+EXIT_REQUESTS_FAILED = 1
+EXIT_USAGE = 2
 
 
 def _item_source(item: types.InlineCompletionItem | types.CompletionItem) -> str | None:
@@ -147,11 +160,16 @@ async def replay_trace(
     console: Console | None = None,
     env: Mapping[str, str] | None = None,
 ) -> ReplayResult:
-    """Replay ``trace`` through a fresh server process; start a service if needed."""
+    """Replay ``trace`` through a fresh server process.
+
+    ``endpoint`` (or an ``endpoint`` in ``settings``) names the service to
+    use, with the transport settings as given; without one, a reference
+    service is started over the trace's final texts.
+    """
     options: dict[str, Any] = {"cache": {"l2": "none"}, **dict(settings or {})}
     service: ReferenceProcess | None = None
     corpus_dir: Path | None = None
-    if endpoint is None:
+    if endpoint is None and not options.get("endpoint"):
         service = ReferenceProcess([], ttft_ms=ttft_ms, token_ms=token_ms)
         corpus_dir = service.workdir / "corpus"
         corpus_dir.mkdir()
@@ -165,7 +183,7 @@ async def replay_trace(
         transport = dict(options.get("transport", {}))
         transport.setdefault("caFile", service.ca_file)
         options["transport"] = transport
-    else:
+    elif endpoint is not None:
         options["endpoint"] = endpoint
     try:
         async with ServerProcess(options, env=dict(env) if env is not None else None) as server:
@@ -200,18 +218,23 @@ def _progress(console: Console) -> Progress:
 def run(args: argparse.Namespace) -> int:
     """``scopecache replay``."""
     console = Console(stderr=True)
+    if args.policy is not None and args.policy not in POLICIES:
+        console.print(
+            f"scopecache replay: unknown policy {args.policy!r}; known: {', '.join(POLICIES)}"
+        )
+        return EXIT_USAGE
     try:
         trace = read_trace(args.trace)
     except (OSError, ValueError) as exc:
         console.print(f"[red]cannot read trace:[/red] {exc}")
-        return 2
+        return EXIT_USAGE
     settings: dict[str, Any] = {}
     if args.config:
         try:
             settings.update(load_toml(args.config))
         except SettingsFileError as exc:
             console.print(f"[red]{exc}[/red]")
-            return 2
+            return EXIT_USAGE
     cache = dict(settings.get("cache", {}))
     if args.policy is not None:
         cache["policy"] = args.policy
@@ -236,4 +259,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         Console().print(results_table(summary))
-    return 0
+    failed = failed_requests(summary)
+    if failed:
+        console.print(
+            f"[yellow]warning:[/yellow] {failed} of {summary['requests']} requests failed "
+            f"(upstream errors: {summary['upstreamErrors']}); check the endpoint and its "
+            "transport settings, or run `scopecache diagnose`"
+        )
+        return EXIT_REQUESTS_FAILED
+    return EXIT_OK

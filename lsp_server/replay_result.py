@@ -125,6 +125,11 @@ def _service_requests(stats: Mapping[str, Any]) -> int:
     return int(requests)
 
 
+def failed_requests(summary: Mapping[str, Any]) -> int:
+    """How many requests of a replay summary failed (error answers or upstream errors)."""
+    return int(summary.get("errors", 0)) + int(summary.get("upstreamErrors", 0))
+
+
 def results_table(summary: Mapping[str, Any], title: str = "replay") -> Table:
     """A rich table of a replay summary."""
     table = Table(title=title)
@@ -134,6 +139,10 @@ def results_table(summary: Mapping[str, Any], title: str = "replay") -> Table:
     for source, count in summary["served"].items():
         table.add_row(f"served from {source}", str(count))
     table.add_row("empty", str(summary["empty"]))
+    table.add_row(
+        "errors (answers / upstream)",
+        f"{summary.get('errors', 0)} / {summary.get('upstreamErrors', 0)}",
+    )
     table.add_row("useful", str(summary["useful"]))
     table.add_row("upstream requests", str(summary["upstreamRequests"]))
     lat = summary["latencyMs"]

@@ -12,6 +12,26 @@ from lsp_server.settings_codec import SettingsFileError, load_toml, parse_settin
 
 logger = logging.getLogger(__name__)
 
+#: pygls's messages for normal events, logged at DEBUG instead of WARNING/ERROR:
+#: a ``$/cancelRequest`` for a request already answered (editors send them all
+#: the time), and a message the server had ready when the editor closed the pipe
+ROUTINE_PYGLS_MESSAGES = (
+    "Cancel notification for unknown message id",
+    "Unable to send data, no available transport",
+)
+
+
+class RoutineProtocolEvents(logging.Filter):
+    """Turns pygls's warnings about normal protocol events into DEBUG records."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Demote a routine message; keep it only if DEBUG is enabled for its logger."""
+        message = record.msg if isinstance(record.msg, str) else ""
+        if record.levelno > logging.DEBUG and message.startswith(ROUTINE_PYGLS_MESSAGES):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+        return True
+
 
 def configure_logging(level: str, log_file: str | None) -> None:
     """Send logs to a file or stderr, never to stdout (that is the protocol's)."""
@@ -23,6 +43,9 @@ def configure_logging(level: str, log_file: str | None) -> None:
     root.setLevel(getattr(logging, level.upper(), logging.INFO))
     # pygls logs every message body at DEBUG/INFO (document texts); keep it quieter.
     logging.getLogger("pygls").setLevel(max(root.level, logging.WARNING))
+    json_rpc = logging.getLogger("pygls.protocol.json_rpc")
+    if not any(isinstance(f, RoutineProtocolEvents) for f in json_rpc.filters):
+        json_rpc.addFilter(RoutineProtocolEvents())
     # The HTTP/2 stack logs decoded headers at DEBUG, the Authorization header
     # included: never let those through, whatever --log-level says.
     for name in ("hpack", "h2", "h11", "httpcore"):

@@ -11,6 +11,7 @@ on it (``lsp_server.suggestions``, ``lsp_server.stats_answer``,
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 from collections.abc import Mapping
 from typing import Any, BinaryIO
@@ -48,6 +49,23 @@ from transport.errors import TransportError
 logger = logging.getLogger(__name__)
 
 __version__ = "0.1.0"
+
+
+#: how long shutdown waits for answers still being written to L2
+L2_FLUSH_SECONDS = 2.0
+
+
+def metrics_port_problem(host: str, port: int, exc: OSError) -> str:
+    """What to tell the user when the metrics endpoint cannot listen, and what to change."""
+    message = f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
+    if exc.errno != errno.EADDRINUSE:
+        return message
+    return (
+        f"{message} - probably another editor window: its numbers are at "
+        f"http://{host}:{port}/; set metricsPort to another port (0: off) for this "
+        "window's, and the shared L2's stats (l2 in scopecache/stats) count what all "
+        "windows store"
+    )
 
 
 class ScopecacheServer(LanguageServer):
@@ -276,7 +294,7 @@ class ScopecacheServer(LanguageServer):
         try:
             await endpoint.start()
         except OSError as exc:
-            self.notifier.problem("metrics", f"cannot serve metrics on {host}:{port}: {exc}")
+            self.notifier.problem("metrics", metrics_port_problem(host, port, exc))
             return
         self.notifier.resolved("metrics")
         self.metrics_endpoint = endpoint
@@ -294,6 +312,9 @@ class ScopecacheServer(LanguageServer):
         self.inflight.cancel_all()
         if self.backend is not None:
             await self.backend.aclose()
+        # Answers fetched just before the editor closed are still on their way
+        # to L2: let them land, or the next window asks for them again.
+        await self.pipeline.upstream.flush(L2_FLUSH_SECONDS)
         await self.l2_link.aclose()
         if self.metrics_endpoint is not None:
             await self.metrics_endpoint.aclose()

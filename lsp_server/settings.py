@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +27,9 @@ FimOrder = Literal["psm", "spm"]
 MidLine = Literal["closers", "always", "never"]
 #: ``transport.http2``: ``"auto"`` negotiates, ``True`` requires h2, ``False`` never offers it
 Http2Mode = Literal["auto"] | bool
+
+#: every ``cache.policy`` value
+POLICIES: tuple[str, ...] = get_args(Policy)
 
 DEFAULT_EXCLUDE = (
     ".env",

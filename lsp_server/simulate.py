@@ -133,6 +133,33 @@ def simulate(
     return results
 
 
+#: default capacities, as shares of the answers an unbounded cache would keep
+#: for the trace: every one of them evicts, so the policies' choices show
+CAPACITY_SHARES = (0.02, 0.05, 0.1, 0.25, 0.5)
+
+
+def working_set(requests: Sequence[SimRequest]) -> int:
+    """How many answers the ``scope`` design stores on this stream when nothing is evicted."""
+    unbounded = simulate(requests, policies=("lru",), capacities=(max(1, len(requests)),))
+    return unbounded[0].upstream
+
+
+def default_capacities(requests: Sequence[SimRequest]) -> list[int]:
+    """Capacities below the trace's working set, so that every policy has to evict."""
+    stored = working_set(requests)
+    return sorted({max(1, round(stored * share)) for share in CAPACITY_SHARES})
+
+
+def identical_policies(results: Sequence[DesignResult], policies: Sequence[str]) -> bool:
+    """Whether every policy but ``opt`` had the same hit ratios on the ``scope`` design."""
+    curves: dict[str, list[float]] = {}
+    for r in results:
+        if r.strategy == "scope" and r.policy is not None and r.policy != "opt":
+            curves.setdefault(r.policy, []).append(round(r.hit_ratio, 9))
+    compared = [curves[p] for p in policies if p in curves]
+    return len(compared) > 1 and all(c == compared[0] for c in compared)
+
+
 def names(raw: str, known: Sequence[str], what: str) -> list[str]:
     """The comma-separated names in ``raw`` (``all``: every known one); ValueError if unknown."""
     names = [n.strip() for n in raw.split(",") if n.strip()]
@@ -161,8 +188,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         strategies = names(args.strategies, STRATEGY_NAMES, "strategy")
         policies = names(args.policies, (*DEFAULT_POLICIES, "none"), "policy")
-        capacities = [int(c) for c in args.capacities.split(",") if c.strip()]
-        if not capacities or min(capacities) < 1:
+        capacities = [int(c) for c in (args.capacities or "").split(",") if c.strip()]
+        if args.capacities and (not capacities or min(capacities) < 1):
             raise ValueError("--capacities needs positive integers")
     except ValueError as exc:
         err.print(f"scopecache simulate: {exc}")
@@ -175,6 +202,8 @@ def run(args: argparse.Namespace) -> int:
             err.print(f"scopecache simulate: {exc}")
             return 2
         progress.update(reading, visible=False)
+        if not capacities:
+            capacities = default_capacities(requests)
         per = len(policies) * len(capacities)
         total = sum(per if s in POLICY_STRATEGIES else 1 for s in strategies)
         task = progress.add_task("simulating", total=total)
@@ -184,6 +213,14 @@ def run(args: argparse.Namespace) -> int:
             policies=policies,
             capacities=capacities,
             on_run=lambda: progress.advance(task),
+        )
+    if identical_policies(results, policies):
+        stored = working_set(requests)
+        err.print(
+            "all policies identical at these capacities: the working set fits "
+            f"(an unbounded cache keeps {stored} answers, and a session that rarely "
+            "returns to earlier code reuses only the latest ones); try smaller "
+            "--capacities or a trace with revisits (trace synth --nonlinear 0.3)"
         )
     if args.plot:
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -59,7 +60,7 @@ def report_json(
 
 def render_table(results: Sequence[DesignResult], console: Console) -> None:
     """One row per design run."""
-    table = Table(title="scopecache simulate", show_lines=False)
+    table = Table(title="scopecache simulate", show_lines=False, caption=STALE_LEGEND)
     for name, justify in (
         ("design", "left"),
         ("policy", "left"),
@@ -69,7 +70,8 @@ def render_table(results: Sequence[DesignResult], console: Console) -> None:
         ("useful", "right"),
         ("stale", "right"),
     ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        # design names are the words a reader looks up: never cut them off
+        table.add_column(name, justify=justify, no_wrap=name == "design")  # type: ignore[arg-type]
     for r in results:
         table.add_row(
             r.strategy,
@@ -85,10 +87,51 @@ def render_table(results: Sequence[DesignResult], console: Console) -> None:
         console.print(f"{results[0].requests} completion requests")
 
 
+@dataclass(frozen=True)
+class Series:
+    """One line of the hit-ratio plot."""
+
+    label: str
+    #: hit ratios in percent, one per capacity; a single value is drawn as a level
+    ratios: tuple[float, ...]
+    #: ``policy`` (a policy on a design with capacities), ``ceiling`` (opt), ``level``
+    kind: str
+
+
+def plot_series(
+    results: Sequence[DesignResult], capacities: Sequence[int], policies: Sequence[str]
+) -> list[Series]:
+    """The lines ``plot`` draws: every design that ran, each policy of those that have them.
+
+    A line equal to one already listed says so in its label (``lfu (= lru)``):
+    drawn on top of each other, the hidden one would otherwise look missing.
+    """
+    by_run = {(r.strategy, r.policy, r.capacity): r for r in results}
+    strategies = list(dict.fromkeys(r.strategy for r in results))
+    series: list[Series] = []
+    for strategy in strategies:
+        prefix = "" if strategy == "scope" else f"{strategy} "
+        if any(r.strategy == strategy and r.capacity is not None for r in results):
+            for policy in policies:
+                runs = [by_run.get((strategy, policy, c)) for c in capacities]
+                if any(r is None for r in runs):
+                    continue
+                ratios = tuple(100 * r.hit_ratio for r in runs if r is not None)
+                kind = "ceiling" if policy == "opt" else "policy"
+                label = f"{prefix}{policy}" + (" (ceiling)" if policy == "opt" else "")
+                same = next((o.label for o in series if o.ratios == ratios), None)
+                series.append(Series(f"{label} (= {same})" if same else label, ratios, kind))
+        else:
+            run = by_run.get((strategy, None, None))
+            if run is not None:
+                series.append(Series(f"{strategy} (no capacity)", (100 * run.hit_ratio,), "level"))
+    return series
+
+
 def plot(
     results: Sequence[DesignResult], capacities: Sequence[int], policies: Sequence[str], path: str
 ) -> None:
-    """Hit ratio against capacity, one line per policy, OPT drawn as the ceiling."""
+    """Hit ratio against capacity: one line per design and policy, OPT as the ceiling."""
     try:
         import matplotlib
 
@@ -96,38 +139,58 @@ def plot(
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise PlotUnavailable(PLOT_EXTRA_MESSAGE) from exc
-    by_run = {(r.strategy, r.policy, r.capacity): r for r in results}
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for policy in policies:
-        ys = [by_run.get(("scope", policy, c)) for c in capacities]
-        if any(y is None for y in ys):
-            continue
-        ratios = [100 * y.hit_ratio for y in ys if y is not None]
-        if policy == "opt":
-            ax.plot(capacities, ratios, "k--", linewidth=2, label="opt (ceiling)")
+    fig, ax = plt.subplots(figsize=(8, 5))
+    markers = "osD^v<>ph*"
+    for index, line in enumerate(plot_series(results, capacities, policies)):
+        if line.kind == "level":
+            ax.axhline(line.ratios[0], linestyle=":", color=f"C{index % 10}", label=line.label)
+        elif line.kind == "ceiling":
+            ax.plot(capacities, line.ratios, "k--", linewidth=2, label=line.label)
         else:
-            ax.plot(capacities, ratios, marker="o", label=policy)
-    for r in results:
-        if r.strategy == "ideal":
-            ax.axhline(100 * r.hit_ratio, color="grey", linestyle=":", label="ideal (unbounded)")
+            # identical lines stay visible: thinner, dashed, a different marker
+            hidden = "(= " in line.label
+            ax.plot(
+                capacities,
+                line.ratios,
+                marker=markers[index % len(markers)],
+                linestyle="--" if hidden else "-",
+                linewidth=1 if hidden else 1.8,
+                label=line.label,
+            )
     ax.set_xscale("log", base=2)
+    ax.set_xticks(list(capacities), [str(c) for c in capacities])
     ax.set_xlabel("capacity (entries)")
     ax.set_ylabel("hit ratio (%)")
-    ax.set_title("scope keys: hit ratio by policy and capacity")
+    ax.set_title("hit ratio by key design, policy and capacity")
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize="small", loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
 
 #: columns of the timed table: instant (<= 10 ms), answered before the next key,
 #: upstream started / completed / cancelled / speculative, wasted streams / chars
 TIMED_COLUMNS = (
     "design", "instant", "<next", "up", "done", "cxl", "spec", "wasted", "w.chars",
-    "stale", "p50", "p95",
+    "stale", "p50 ms", "p95 ms",
+)
+#: printed under the timed table: what each short column counts
+TIMED_LEGEND = (
+    "instant: answered within 10 ms of the keystroke; <next: answered before the next "
+    "keystroke; up / done / cxl / spec: upstream streams started / completed / cancelled "
+    "/ speculative; wasted / w.chars: streams and characters generated for nobody "
+    "(cancelled, or finished unseen); p50 / p95 ms: latency in milliseconds, 'never' "
+    "when no answer came before the next keystroke"
+)
+#: printed under both tables: what a simulated stale serve is
+STALE_LEGEND = (
+    "stale: a served suggestion that still fits the line (the server's final check "
+    "blocks only text that no longer fits the buffer) but is not what the model would "
+    "answer there now, because text the key does not cover changed"
 )
 #: the width the timed table needs to show every figure whole
-TIMED_TABLE_WIDTH = 112
+TIMED_TABLE_WIDTH = 120
 
 
 def _pct(share: float) -> str:
@@ -153,7 +216,10 @@ def render_timed_table(
 ) -> None:
     """One row per client design at one time to first token."""
     ttft = results[0].ttft_ms if results else 0.0
-    table = Table(title=f"scopecache simulate --timed (TTFT {ttft:.0f} ms, {token_ms:g} ms/token)")
+    table = Table(
+        title=f"scopecache simulate --timed (TTFT {ttft:.0f} ms, {token_ms:g} ms/token)",
+        caption=f"{TIMED_LEGEND}. {STALE_LEGEND}",
+    )
     for name in TIMED_COLUMNS:
         table.add_column(name, justify="left" if name == "design" else "right", no_wrap=True)
     for r in results:
@@ -191,23 +257,31 @@ def plot_timed(results: Sequence[TimedResult], path: str) -> None:
     designs: dict[str, list[TimedResult]] = {}
     for r in results:
         designs.setdefault(r.design, []).append(r)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for design, runs in designs.items():
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
+    drawn: dict[tuple[tuple[float, float], ...], str] = {}
+    markers = "osD^v<>ph*"
+    for index, (design, runs) in enumerate(designs.items()):
         runs.sort(key=lambda r: r.ttft_ms)
-        style = "k-" if design == "ours" else "-"
+        points = tuple((r.ttft_ms, 100 * r.share(r.instant)) for r in runs)
+        under = drawn.setdefault(points, design)
+        # a line exactly on top of another says so, dashed, so it does not look missing
+        style = "k-" if design == "ours" else ("--" if under != design else "-")
         ax.plot(
-            [r.ttft_ms for r in runs],
-            [100 * r.share(r.instant) for r in runs],
+            [x for x, _y in points],
+            [y for _x, y in points],
             style,
-            marker="o",
-            label=design,
+            marker=markers[index % len(markers)],
+            label=design if under == design else f"{design} (= {under})",
+            clip_on=False,  # a line at 0% stays visible on the axis
+            zorder=3,
         )
     ax.set_xlabel("time to first token (ms)")
     ax.set_ylabel("answered within 10 ms (%)")
     ax.set_title("instant share by client design")
-    ax.set_ylim(0, 100)
+    # Room below 0% and above 100%, and the legend outside the axes, so no line hides.
+    ax.set_ylim(-4, 104)
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -61,7 +61,8 @@ def typed_towards(
     """The context at the end of the line and what is left of ``text`` to type.
 
     None unless the line is still a prefix of the predicted line (the user
-    is typing the suggestion, or accepted part of it).
+    is typing the suggestion, or accepted part of it) and nothing changed
+    after it (the user has not gone on to the next line yet).
     """
     first, newline, later = text.partition("\n")
     predicted = ctx.line_prefix + first
@@ -69,7 +70,13 @@ def typed_towards(
     if not predicted.startswith(current) or len(current) < len(ctx.line_prefix):
         return None
     end_of_line = doc.position_at(doc.buffer.line_end(ctx.line))  # in the negotiated encoding
-    return context_at(doc, end_of_line), predicted[len(current) :] + newline + later
+    at_end = context_at(doc, end_of_line)
+    if at_end.suffix != ctx.suffix:
+        # The user has gone past the line (pressed Enter, typed on): the
+        # predicted state is behind them, and a fork of today's buffer would
+        # be a state nobody reaches (and a key no other window asks).
+        return None
+    return at_end, predicted[len(current) :] + newline + later
 
 
 class SpeculativePrefetcher:
@@ -125,7 +132,7 @@ class SpeculativePrefetcher:
         predicted = (ctx.line, ctx.line_prefix + suggestion.split("\n", 1)[0])
         if self._last.get(doc.uri) == predicted:
             return False  # typing through the same suggestion: already speculated
-        if circuit != "closed" or pipeline.inflight.speculating(doc.uri):
+        if circuit != "closed" or pipeline.speculating(doc.uri):
             self.skipped += 1
             return False
         if not self._within_budget():

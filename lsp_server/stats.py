@@ -44,6 +44,10 @@ class ServerStats:
     upstream_requests: int = 0
     upstream_errors: int = 0
     speculative_requests: int = 0
+    #: speculative prefetches answered by the shared L2 (no upstream request)
+    speculative_l2_prefetches: int = 0
+    #: suggestions served from those answers
+    speculative_l2_served: int = 0
     rejected_stale: int = 0
     #: suggestions not shown because of text after the cursor (``completion.midLine``)
     mid_line_suppressed: int = 0
@@ -94,6 +98,10 @@ class ServerStats:
             "upstreamRequests": self.upstream_requests,
             "upstreamErrors": self.upstream_errors,
             "speculativeRequests": self.speculative_requests,
+            "speculativeL2": {
+                "prefetches": self.speculative_l2_prefetches,
+                "served": self.speculative_l2_served,
+            },
             "rejectedStale": self.rejected_stale,
             "midLineSuppressed": self.mid_line_suppressed,
             "accepted": self.accepted,

@@ -33,6 +33,17 @@ from cachetools import LRUCache, TTLCache
 from cache.keys import LineAnchor, ScopeKey
 
 STRATEGY_NAMES = ("position", "prefix", "uri-prefix-suffix", "prefix-trie", "scope", "ideal")
+
+#: one line per design, for ``scopecache simulate --help-strategies``
+STRATEGY_DESCRIPTIONS = {
+    "position": "uri + line + column (a position index), any policy",
+    "prefix": "whole document prefix, typed-through reuse, LRU 1000 (Continue)",
+    "uri-prefix-suffix": "hash(uri, full prefix, full suffix), ~50 forward entries, "
+    "LRU 100, 5 min TTL (Tabby)",
+    "prefix-trie": "document prefixes + exact suffix, typed-through reuse, LRU 100 (Copilot)",
+    "scope": "ours: ScopeKey + typed-through (the server's CompletionStore), any policy",
+    "ideal": "unbounded, serves whenever an earlier answer still fits: the reactive bound",
+}
 #: strategies whose cache is an eviction policy at the simulated capacities
 POLICY_STRATEGIES = ("scope", "position")
 TABBY_FORWARD = 50

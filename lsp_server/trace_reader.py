@@ -139,9 +139,16 @@ def read_header(path: str | Path) -> TraceHeader:
 
 
 def _header_line(fh: IO[str], name: str) -> TraceHeader:
-    first = fh.readline()
     try:
-        return _header(json.loads(first) if first.strip() else None)
+        first = fh.readline()
+        data = json.loads(first) if first.strip() else None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TraceError(
+            f"{name}:1: not a {TRACE_FORMAT} file (line 1 is not a JSON header: {exc}); "
+            "record one with `scopecache serve --record-trace FILE` or `scopecache trace synth`"
+        ) from exc
+    try:
+        return _header(data)
     except (ValueError, TypeError) as exc:
         raise TraceError(f"{name}:1: {exc}") from exc
 

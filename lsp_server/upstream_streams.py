@@ -2,8 +2,9 @@
 
 A stream is started for a miss (or a speculative prefetch) with the request
 built from the syntax context and the completion settings. When it ends
-normally its text is stored in L1 and shared with the L2 tier; errors and
-cut-off streams are never stored. Waiting turns the service's failures into
+normally its text is stored in L1 and shared with the L2 tier (an empty
+answer only in L2, as "nothing to suggest here"); errors and cut-off streams
+are never stored. Waiting turns the service's failures into
 one notice for the user (``auth``, ``upstream``) and an empty answer.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from typing import TYPE_CHECKING
 
 from cache.entry import CachedCompletion
@@ -85,6 +87,18 @@ class UpstreamStreams:
             if throttle.ttft is not None:
                 inflight.adapt_grace(throttle.ttft)
             if not stream.text:
+                # "Nothing to suggest here" is an answer too: other processes
+                # sharing the L2 need not ask again (L1 keeps only suggestions).
+                self._share(
+                    CachedCompletion(
+                        key=key,
+                        anchor=anchor,
+                        line_prefix=ctx.line_prefix,
+                        text="",
+                        created_at=time.time(),
+                        origin="speculative" if speculative else "upstream",
+                    )
+                )
                 return
             entry = pipeline.store.put(
                 key,
@@ -133,6 +147,11 @@ class UpstreamStreams:
         self.notifier.resolved("auth", "access token obtained, completions resumed")
         self.notifier.resolved("upstream", "completion service is answering again")
         return text
+
+    async def flush(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for answers still being written to L2 (shutdown)."""
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=timeout)
 
     def _share(self, entry: CachedCompletion) -> None:
         l2 = self._pipeline.l2

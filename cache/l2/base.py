@@ -114,6 +114,7 @@ class L2Store(ABC):
         self._subscribers: list[ChangeCallback] = []
         self._state_listeners: list[StateCallback] = []
         self._counts = {"hits": 0, "misses": 0, "puts": 0, "errors": 0, "received": 0}
+        self._answered = False
 
     # -- what subclasses implement -------------------------------------------------
 
@@ -213,8 +214,15 @@ class L2Store(ABC):
             unsubscribe()
 
     def stats(self) -> dict[str, Any]:
-        """Counters and state: ``kind``, ``state``, ``size``, ``hits``, ``misses``, ..."""
-        return {"kind": self.kind, "state": self._state, "size": self._size(), **self._counts}
+        """Counters and state: ``kind``, ``state``, ``answered``, ``size``, ``hits``, ..."""
+        return {
+            "kind": self.kind,
+            "state": self._state,
+            # whether any operation has worked yet (start-up over, the store answering)
+            "answered": self._answered,
+            "size": self._size(),
+            **self._counts,
+        }
 
     @property
     def state(self) -> str:
@@ -239,6 +247,7 @@ class L2Store(ABC):
                 logger.exception("L2 change subscriber failed")
 
     def _mark_up(self, what: str = "") -> None:
+        self._answered = True
         if self._writes_refused and what not in WRITES:
             return  # a read worked; the disk may still be full: not "back" yet
         self._writes_refused = False

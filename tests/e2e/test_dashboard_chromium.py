@@ -8,6 +8,7 @@ screenshot is saved as ``test-artifacts/dashboard.png``.
 from __future__ import annotations
 
 import asyncio
+import math
 import shutil
 import tempfile
 from pathlib import Path
@@ -53,8 +54,11 @@ return n;
 """
 
 
-def browse(url: str, screenshot: Path) -> dict[str, Any]:
-    """Load the dashboard, wait for live charts, take a screenshot; returns what it saw."""
+def browse(url: str, screenshot: Path, *, with_data: bool = True) -> dict[str, Any]:
+    """Load the dashboard, wait for live charts, take a screenshot; returns what it saw.
+
+    ``with_data``: wait until every chart has drawn something (else: three polls).
+    """
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -73,7 +77,7 @@ def browse(url: str, screenshot: Path) -> dict[str, Any]:
             points = [
                 int(d.find_element("id", c).get_attribute("data-points") or 0) for c in CHARTS
             ]
-            return polls >= 3 and all(p > 0 for p in points)
+            return polls >= 3 and (all(p > 0 for p in points) or not with_data)
 
         WebDriverWait(driver, 20, poll_frequency=0.2).until(ready)
         seen = {
@@ -82,6 +86,11 @@ def browse(url: str, screenshot: Path) -> dict[str, Any]:
             "settings": driver.find_element("id", "settings").text,
             "hit": driver.find_element("id", "kpi-hit").text,
             "status": driver.find_element("id", "status").text,
+            "ticks": {
+                c: (driver.find_element("id", c).get_attribute("data-ticks") or "").split("|")
+                for c in CHARTS
+            },
+            "empty": {c: driver.find_element("id", c).get_attribute("data-empty") for c in CHARTS},
             "errors": [
                 e for e in driver.get_log("browser") if e.get("level") == "SEVERE"
             ],
@@ -113,3 +122,29 @@ async def test_dashboard_renders_live_charts_in_headless_chromium(
     assert seen["status"].startswith("live")
     assert seen["errors"] == []
     assert shot.stat().st_size > 10_000
+    for chart, ticks in seen["ticks"].items():
+        assert_round_ticks(chart, ticks)
+
+
+def assert_round_ticks(chart: str, ticks: list[str]) -> None:
+    """Evenly spaced steps of 1, 2, 2.5 or 5 times a power of ten, from zero."""
+    values = [float(t.rstrip("%")) for t in ticks]
+    assert values[0] == 0 and len(values) >= 3, (chart, ticks)
+    step = values[1]
+    assert all(abs(v - i * step) < 1e-6 * step for i, v in enumerate(values)), (chart, ticks)
+    mantissa = step / 10 ** math.floor(math.log10(step))
+    assert round(mantissa, 6) in (1.0, 2.0, 2.5, 5.0), (chart, ticks)
+
+
+async def test_a_dashboard_without_data_says_so_instead_of_zero_ticks(
+    shared_reference_service: ReferenceService,
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    async with ServerProcess(options(shared_reference_service, port)):
+        await wait_for_endpoint(base)
+        shot = ARTIFACTS / "dashboard-empty.png"
+        seen = await asyncio.to_thread(browse, f"{base}/?interval=250", shot, with_data=False)
+    assert seen["errors"] == []
+    assert seen["empty"]["chart-latency"] == "true"
+    assert seen["ticks"]["chart-latency"] == ["0"]  # not 0.0 / 0.0 / 0.0 / 0.0 / 0.0

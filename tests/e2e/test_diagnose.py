@@ -135,6 +135,8 @@ def test_json_report_measures_every_layer_over_tls_http2(
     for name in ("ttft (p50)", "ttft (p95)", "total (p95)", "chat ttft (p50)"):
         assert isinstance(run.item("service", name)["value"], float), name
     assert run.item("client", "connections opened")["value"] == 1
+    overhead = run.item("client", "transport overhead")
+    assert overhead["value"] >= 0.0 and "interleaved pairs, 90% bound" in overhead["hint"]
     assert run.item("client", "cache hit ratio")["value"] == pytest.approx(50.0)
     assert KEY not in run.stdout + run.stderr
 
@@ -225,6 +227,18 @@ def test_table_output_shows_layers_thresholds_and_verdict(
     for text in (*LAYERS, "tcp+tls set-up", "< 150 ms", "token inflation", "ttft (p50)"):
         assert text in run.stdout
     assert run.stdout.rstrip().splitlines()[-1] in ("verdict: ok", "verdict: slow")
+
+
+def test_settings_problems_are_printed_above_the_table(
+    service: ReferenceService, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path / "s.toml", service.url, ca_file=str(service.ca_file))
+    config.write_text(config.read_text().replace("[scopecache]\n", "[scopecache]\nenpoint = 1\n"))
+    run = diagnose("--config", str(config), env={KEY_ENV: KEY})
+    lines = run.stdout.splitlines()
+    problem = next(i for i, line in enumerate(lines) if line.startswith("settings:"))
+    table = next(i for i, line in enumerate(lines) if "scopecache diagnose" in line)
+    assert "enpoint" in lines[problem] and problem < table
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from pygls.exceptions import JsonRpcException
 
 from lsp_server.client import ServerProcess
 from lsp_server.upstream_process import ReferenceProcess
+from tests.support.conditions import until
 from tests.support.greet import COLUMN, CORPUS, EXPECTED, LINE, TEXT, URI, requests_seen
 
 pytestmark = pytest.mark.e2e
@@ -70,22 +71,42 @@ async def test_identical_concurrent_requests_share_one_upstream_call(
         assert served["upstream"] == 1 and served["inflight"] == 2
 
 
+@pytest.fixture
+async def silent_service(tmp_path: Path) -> AsyncIterator[ReferenceProcess]:
+    """The greet service with a model that gives no token within any test's time."""
+    corpus = tmp_path / "greet.py"
+    corpus.write_text(CORPUS)
+    async with ReferenceProcess([corpus], ttft_ms=600_000.0) as service:
+        yield service
+
+
+async def service_count(service: ReferenceProcess, counter: str) -> int:
+    return int((await service.stats()).get(counter, 0))
+
+
 async def test_a_cancelled_request_nobody_attaches_to_is_cancelled_upstream(
-    slow_service: ReferenceProcess,
+    silent_service: ReferenceProcess,
 ) -> None:
-    async with ServerProcess(options(slow_service)) as server:
+    # The stream cannot finish on its own, so only the cancellation can end
+    # it; each step waits for the service to have seen the previous one.
+    async with ServerProcess(options(silent_service)) as server:
         server.open(URI, TEXT)
         msg_id, pending = server.request(
             "textDocument/inlineCompletion", server.inline_params(URI, LINE, COLUMN)
         )
-        await asyncio.sleep(0.1)
+
+        async def started() -> bool:
+            return await service_count(silent_service, "streamsStarted") >= 1
+
+        await until(started, "the service to start the stream")
         server.cancel(msg_id)
         with pytest.raises(JsonRpcException):
             await pending
+
+        async def reset() -> bool:
+            return await service_count(silent_service, "streamsCancelled") >= 1
+
         # after the grace period the stream is reset at the service
-        for _ in range(60):
-            if (await slow_service.stats()).get("streamsCancelled", 0) >= 1:
-                break
-            await asyncio.sleep(0.05)
-        assert (await slow_service.stats())["streamsCancelled"] == 1
+        await until(reset, "the stream to be reset at the service")
+        assert await service_count(silent_service, "streamsCancelled") == 1
         assert (await server.stats())["upstreamCancelled"] == 1

@@ -12,6 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from lsp_server.client import ServerProcess
+from tests.support.conditions import until
 from tests.support.reference import ReferenceService
 
 pytestmark = pytest.mark.e2e
@@ -192,3 +193,23 @@ async def test_metrics_endpoint_is_off_by_default_and_on_loopback_when_on(
             # Not bound on the wildcard address: another local address is refused.
             assert probe.connect_ex(("127.0.0.2", port)) != 0
     json.dumps(stats)  # the whole answer is plain JSON
+
+
+async def test_a_second_window_on_a_taken_metrics_port_is_told_where_the_numbers_are(
+    shared_reference_service: ReferenceService,
+) -> None:
+    port = free_port()
+    opts = options(shared_reference_service, port)
+    async with ServerProcess(opts) as first:
+        await wait_for_endpoint(f"http://127.0.0.1:{port}")
+        async with ServerProcess(opts) as second:
+
+            async def told() -> bool:
+                return any("cannot serve metrics" in m.message for m in second.messages)
+
+            await until(told, "the second window to report the taken port")
+            message = next(m.message for m in second.messages if "metrics" in m.message)
+            assert "in use" in message
+            assert f"http://127.0.0.1:{port}/" in message  # the other window's numbers
+            assert "metricsPort" in message and "l2 in scopecache/stats" in message
+        assert (await first.stats())["metricsUrl"].endswith(f":{port}")

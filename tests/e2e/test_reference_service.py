@@ -20,6 +20,7 @@ import h2.events
 import httpx
 import pytest
 
+from lsp_server.upstream_process import read_port_file
 from tests.support.reference import ReferenceService
 
 pytestmark = pytest.mark.e2e
@@ -662,3 +663,34 @@ def test_token_endpoint_faults(shared_reference_service: ReferenceService) -> No
         garbage.json()
     assert back.status_code == 200
     assert completion.status_code == 401
+
+
+def test_the_listening_line_gives_the_endpoint_and_ca_file_to_paste(tmp_path: Path) -> None:
+    port_file = tmp_path / "port"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lsp_server", "upstream", "--port", "0", "--port-file",
+         str(port_file), "--tls-self-signed", str(tmp_path / "tls")],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while read_port_file(port_file) is None and time.monotonic() < deadline:
+            time.sleep(0.02)  # the port file appears once the service listens
+        port = read_port_file(port_file)
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = err.decode()
+    assert f'endpoint = "https://127.0.0.1:{port}/v1"' in text
+    assert f'transport.caFile = "{(tmp_path / "tls" / "ca.pem").resolve()}"' in text
+
+
+def test_upstream_help_states_the_default_port_and_the_corpus_limit() -> None:
+    from transport.reference.cli import build_parser
+
+    text = " ".join(build_parser().format_help().split())
+    assert "default 8443" in text
+    assert "--corpus-limit-mb MB" in text and "default 16" in text

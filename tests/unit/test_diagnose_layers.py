@@ -245,3 +245,34 @@ async def test_prompt_tokens_are_read_in_each_provider_shape(
     async with httpx.AsyncClient(transport=transport) as client:
         probe = ServiceProbe(options, client, {})
         assert await probe.prompt_tokens(PromptSample("x", "", "python", "t")) == tokens
+
+
+def test_transport_overhead_is_never_negative_and_carries_its_bound() -> None:
+    from lsp_server.diagnose_client import overhead_measurement
+
+    faster = overhead_measurement([-4.1, -3.0, -2.2, -5.0, -1.0, -3.3, -2.9])
+    assert faster.value == 0.0 and faster.verdict == "ok"
+    assert "90% bound 0.0-0.0 ms" in (faster.hint or "")
+
+
+def test_one_slow_pair_does_not_make_the_overhead_slow() -> None:
+    from lsp_server.diagnose_client import overhead_measurement
+
+    noisy = overhead_measurement([0.4, 0.6, 29.1, 0.5, 0.3, 0.7, 0.2])
+    assert noisy.verdict == "ok" and noisy.value < 1.0
+
+
+def test_an_overhead_over_the_limit_in_every_pair_is_slow() -> None:
+    from lsp_server.diagnose_client import overhead_measurement
+
+    slow = overhead_measurement([25.0, 31.0, 28.0, 30.0, 27.0, 29.0, 26.0])
+    assert slow.verdict == "slow" and slow.value == 28.0
+    assert "adds 28 ms" in (slow.hint or "")
+
+
+def test_the_median_bound_widens_to_min_and_max_for_few_samples() -> None:
+    from lsp_server.diagnose_client import median_bounds
+
+    assert median_bounds([3.0, 1.0, 2.0, 5.0, 4.0]) == (3.0, 1.0, 5.0)
+    median, low, high = median_bounds([float(v) for v in range(1, 21)])
+    assert low > 1.0 and high < 20.0 and low <= median <= high

@@ -135,6 +135,30 @@ def test_error_breach_names_the_signals_that_moved() -> None:
     assert all("upstream errors 6 of 20 (30%)" in h["symptom"] for h in hints)
 
 
+def test_the_hint_that_explains_the_errors_comes_before_the_churn_they_caused() -> None:
+    # A TLS failure: every attempt opens a new connection, and every one fails.
+    before = stats(upstreamRequests=10)
+    after = stats(
+        upstreamRequests=16,
+        upstreamErrors=6,
+        transport={"connectionsOpened": 7, "dnsLookups": 2, "errorsByKind": {"tls": 6}},
+    )
+    hints = diagnose(samples(before, after))
+    assert [h["signal"] for h in hints] == ["tls", "connections"]
+    assert "transport.caFile" in hints[0]["message"]
+
+
+def test_error_kinds_are_ranked_by_how_many_errors_they_explain() -> None:
+    after = stats(
+        upstreamRequests=30,
+        upstreamErrors=9,
+        transport={"connectionsOpened": 1, "dnsLookups": 2,
+                   "errorsByKind": {"rate_limited": 1, "timeout": 8}},
+    )  # fmt: skip
+    hints = diagnose(samples(stats(upstreamRequests=10), after))
+    assert [h["signal"] for h in hints] == ["timeout", "rate_limited"]
+
+
 def test_slow_first_token_without_transport_movement_blames_the_service() -> None:
     slow = stats(metrics={"upstreamTtftMs": {"p95": 4000.0}})
     hints = diagnose(samples(stats(), slow), thresholds=HintThresholds(ttft_p95_ms=1000))

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 from lsprotocol import types
 
+from cache.l2.memory import MemoryHub, MemoryStore
 from cache.policies import make_policy
 from cache.store import CompletionStore
 from lsp_server.document_store import DocumentStore
@@ -16,6 +17,7 @@ from lsp_server.settings import CompletionSettings
 from lsp_server.stats import ServerStats
 from lsp_server.syntax import SyntaxContext, syntax_context
 from lsp_server.throttle import MissThrottle
+from tests.support.conditions import until
 from transport.backend import CompletionBackend, CompletionRequest, StaticBackend
 from transport.errors import StreamResetError
 
@@ -93,3 +95,48 @@ async def test_without_a_backend_misses_are_empty_answers() -> None:
     pipe.backend = None
     assert await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: True) is None
     assert pipe.stats.empty == 1
+
+
+NEXT_LINE = 'def greet(name):\n    message = "Hello"\n    '
+PREDICTED = (1, '    message = "Hello"')
+
+
+def sharing(backend: CompletionBackend, hub: MemoryHub) -> CompletionPipeline:
+    pipe, _ = pipeline(backend)
+    pipe.l2 = MemoryStore("ns", hub=hub)
+    return pipe
+
+
+async def shared(hub: MemoryHub) -> bool:
+    return bool(hub.rows)
+
+
+async def test_a_prefetch_another_window_already_made_is_taken_from_l2() -> None:
+    hub = MemoryHub()
+    first = sharing(StaticBackend("return message"), hub)
+    assert first.prefetch(URI, context(NEXT_LINE, 2, 4), predicted=PREDICTED)
+    await until(lambda: shared(hub), "the first window's prefetch to reach L2")
+    second_backend = StaticBackend("never asked")
+    second = sharing(second_backend, hub)
+    assert second.prefetch(URI, context(NEXT_LINE, 2, 4), predicted=PREDICTED)
+
+    async def prefetched() -> bool:
+        return not second.speculating(URI)
+
+    await until(prefetched, "the second window's prefetch to finish")
+    assert second_backend.calls == [] and second.stats.upstream_requests == 0
+    assert second.stats.speculative_l2_prefetches == 1
+    served = await second.complete(URI, context(NEXT_LINE, 2, 4), still_current=lambda: True)
+    assert served is not None and (served.text, served.source) == ("return message", "speculative")
+    assert second.stats.speculative_l2_served == 1
+
+
+async def test_nothing_to_suggest_is_shared_so_other_windows_do_not_ask_again() -> None:
+    hub = MemoryHub()
+    first = sharing(StaticBackend(""), hub)
+    assert await first.complete(URI, context(TEXT, 1, 14), still_current=lambda: True) is None
+    await until(lambda: shared(hub), "the empty answer to reach L2")
+    second_backend = StaticBackend("never asked")
+    second = sharing(second_backend, hub)
+    assert await second.complete(URI, context(TEXT, 1, 14), still_current=lambda: True) is None
+    assert second_backend.calls == [] and second.stats.empty == 1

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
+
+import pytest
 
 from transport.reference.corpus import engine_for, load_documents
 from transport.reference.engine import CorpusEngine, count_tokens, opens_block, split_tokens
@@ -151,3 +154,15 @@ def test_corpus_loader_skips_binary_and_reads_traces(tmp_path: Path) -> None:
     docs = load_documents([tmp_path])
     assert sorted(docs) == sorted(["def loaded():\n    return 42\n", "TRACED = 1\n"])
     assert engine_for([tmp_path]).complete("def loaded():\n    ").text == "return 42"
+
+
+def test_the_corpus_stops_at_its_limit_and_says_which_flag_raises_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "a.py").write_text("A = 1\n" * 10)
+    (tmp_path / "b.py").write_text("B = 2\n" * 10)
+    with caplog.at_level(logging.WARNING, logger="transport.reference.corpus"):
+        docs = load_documents([tmp_path], limit_bytes=70)
+    assert len(docs) == 1
+    assert "--corpus-limit-mb" in caplog.text
+    assert len(load_documents([tmp_path], limit_bytes=1000)) == 2

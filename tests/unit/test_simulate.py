@@ -167,3 +167,53 @@ def test_plot_is_written_or_names_the_extra(
         assert "scopecache[plot]" in capsys.readouterr().err
     else:
         assert code == 0 and png.stat().st_size > 0
+
+
+@pytest.fixture(scope="module")
+def revisiting(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two files written with returns to earlier code (imports, earlier functions)."""
+    files = sample_files()[:2]
+    texts = {p.as_uri(): "\n".join(p.read_text().split("\n")[:60]) + "\n" for p in files}
+    path = tmp_path_factory.mktemp("sim") / "revisits.jsonl"
+    write_trace(path, synthesize(texts, seed=5, nonlinear=0.3))
+    return path
+
+
+def test_default_capacities_make_every_policy_evict(
+    revisiting: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert simulate.run(_args(revisiting, capacities=None)) == 0
+    out = capsys.readouterr()
+    data = json.loads(out.out)
+    stored = simulate.working_set(collect_requests(str(revisiting)))
+    assert data["capacities"] and max(data["capacities"]) < stored
+    curves = {p: f["hitRatio"] for p, f in data["policies"].items() if p != "opt"}
+    assert len({tuple(c) for c in curves.values()}) > 1, "the defaults must separate policies"
+    assert "all policies identical" not in out.err
+
+
+def test_identical_policies_are_called_out(
+    one_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert simulate.run(_args(one_file, capacities="100000")) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "all policies identical at these capacities: the working set fits" in err
+
+
+def test_the_plot_draws_every_strategy_asked_for(two_files: Path) -> None:
+    from lsp_server.simulate_report import plot_series
+    from lsp_server.strategies import STRATEGY_NAMES
+
+    requests = collect_requests(str(two_files))
+    results = simulate.simulate(
+        requests, strategies=STRATEGY_NAMES, policies=POLICIES, capacities=CAPACITIES
+    )
+    labels = [s.label for s in plot_series(results, CAPACITIES, POLICIES)]
+    for strategy in STRATEGY_NAMES:
+        if strategy != "scope":
+            assert any(label.startswith(strategy) for label in labels), strategy
+    assert "opt (ceiling)" in labels
+    # a line hidden under another one says which
+    curves = [s.ratios for s in plot_series(results, CAPACITIES, POLICIES)]
+    if len(set(curves)) < len(curves):
+        assert any("(= " in label for label in labels)

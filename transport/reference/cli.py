@@ -2,8 +2,9 @@
 
 ``build_parser`` declares the same options as ``lsp_server.cli`` (kept
 identical by a test); ``run(args)`` binds the socket (port 0 picks a free
-one), writes the port to ``--port-file`` once listening, prints one line to
-stderr and serves until SIGINT or SIGTERM.
+one), writes the port to ``--port-file`` once listening, prints to stderr
+where it listens and the settings to paste (``endpoint`` with ``/v1``, and
+``transport.caFile`` when it serves TLS), and serves until SIGINT or SIGTERM.
 """
 
 from __future__ import annotations
@@ -80,7 +81,10 @@ async def serve(args: argparse.Namespace) -> int:
         if not static_key:
             print(f"scopecache upstream: {args.require_key_env} is not set", file=sys.stderr)
             return 2
-    engine = engine_for(args.corpus or [])
+    if args.corpus_limit_mb <= 0:
+        print("scopecache upstream: --corpus-limit-mb must be > 0", file=sys.stderr)
+        return 2
+    engine = engine_for(args.corpus or [], limit_bytes=int(args.corpus_limit_mb * 1e6))
     app = ReferenceApp(
         engine,
         latency=Latency(ttft_ms=args.ttft_ms, token_ms=args.token_ms),
@@ -90,10 +94,10 @@ async def serve(args: argparse.Namespace) -> int:
         identify_as=args.identify_as,
     )
     context = None
+    tls_files = None
     if args.tls_self_signed:
-        context = server_context(
-            write_tls_files(args.tls_self_signed), http2=not args.http1_only
-        )
+        tls_files = write_tls_files(args.tls_self_signed)
+        context = server_context(tls_files, http2=not args.http1_only)
     try:
         sock = _bind(args.host, args.port)
     except OSError as exc:
@@ -122,8 +126,14 @@ async def serve(args: argparse.Namespace) -> int:
         protocols = "http/1.1 only"
     if args.close_after_stream:
         protocols += ", closes after each stream"
-    print(f"scopecache upstream listening on {scheme}://{host}:{port} ({protocols}); "
-          f"corpus {engine.documents} files, {engine.size} chars", file=sys.stderr, flush=True)
+    lines = [
+        f"scopecache upstream listening on {scheme}://{host}:{port} ({protocols}); "
+        f"corpus {engine.documents} files, {engine.size} chars",
+        f"  endpoint = \"{scheme}://{host}:{port}/v1\"",
+    ]
+    if tls_files is not None:
+        lines.append(f"  transport.caFile = \"{tls_files.ca_file.resolve()}\"")
+    print("\n".join(lines), file=sys.stderr, flush=True)
     try:
         await stop.wait()
     finally:

@@ -2,7 +2,8 @@
 
 Directories are walked (skipping VCS, virtualenv and cache folders); binary
 files (a NUL byte, or not UTF-8) and files over ``MAX_FILE_BYTES`` are
-skipped; the whole corpus stops growing at ``MAX_CORPUS_BYTES``. A
+skipped; the whole corpus stops growing at ``MAX_CORPUS_BYTES`` (the
+``--corpus-limit-mb`` option of ``scopecache upstream``). A
 scopecache trace (``*.jsonl`` whose first line is the trace header) contributes
 the final text of every file it records, so a service can answer a replay
 with the code the user went on to write.
@@ -74,8 +75,10 @@ def trace_documents(text: str) -> list[str] | None:
     return [v for v in final.values() if isinstance(v, str)] if isinstance(final, dict) else []
 
 
-def load_documents(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Texts of every usable corpus file under ``paths``."""
+def load_documents(
+    paths: Iterable[str | os.PathLike[str]], *, limit_bytes: int = MAX_CORPUS_BYTES
+) -> list[str]:
+    """Texts of every usable corpus file under ``paths``, up to ``limit_bytes`` of text."""
     docs: list[str] = []
     total = 0
     for path in iter_files(paths):
@@ -88,17 +91,24 @@ def load_documents(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
                 docs.extend(from_trace)
                 total += sum(len(d) for d in from_trace)
                 continue
-        if total + len(text) > MAX_CORPUS_BYTES:
-            logger.warning("corpus limit reached; skipping the rest from %s", path)
+        if total + len(text) > limit_bytes:
+            logger.warning(
+                "corpus limit of %.1f MB reached; skipping %s and the rest "
+                "(raise it with --corpus-limit-mb)",
+                limit_bytes / 1e6,
+                path,
+            )
             break
         docs.append(text)
         total += len(text)
     return docs
 
 
-def engine_for(paths: Iterable[str | os.PathLike[str]]) -> CorpusEngine:
-    """A ``CorpusEngine`` over the files under ``paths``."""
-    docs = load_documents(paths)
+def engine_for(
+    paths: Iterable[str | os.PathLike[str]], *, limit_bytes: int = MAX_CORPUS_BYTES
+) -> CorpusEngine:
+    """A ``CorpusEngine`` over the files under ``paths`` (at most ``limit_bytes`` of text)."""
+    docs = load_documents(paths, limit_bytes=limit_bytes)
     engine = CorpusEngine(docs)
     logger.info("corpus: %d documents, %d characters", engine.documents, engine.size)
     return engine

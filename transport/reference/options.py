@@ -9,13 +9,25 @@ from __future__ import annotations
 
 import argparse
 
+#: the port ``scopecache upstream`` listens on unless told otherwise
+DEFAULT_PORT = 8443
+#: the corpus stops growing at this many megabytes of text (``--corpus-limit-mb``)
+DEFAULT_CORPUS_LIMIT_MB = 16.0
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the service's options on ``p``."""
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8443, help="0 picks a free port")
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT,
+        help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free port)",
+    )  # fmt: skip
     p.add_argument("--tls-self-signed", metavar="DIR", help="serve TLS; write ca.pem to DIR")
     p.add_argument("--corpus", nargs="*", default=[], metavar="PATH", help="files or directories")
+    p.add_argument(
+        "--corpus-limit-mb", type=float, default=DEFAULT_CORPUS_LIMIT_MB, metavar="MB",
+        help=f"stop reading the corpus after this much text (default {DEFAULT_CORPUS_LIMIT_MB:g})",
+    )  # fmt: skip
     p.add_argument("--ttft-ms", type=float, default=0.0, help="emulated time to first token")
     p.add_argument("--token-ms", type=float, default=0.0, help="emulated time per token")
     p.add_argument("--port-file", metavar="FILE", help="write the bound port here when ready")
