@@ -21,6 +21,17 @@ instead:
 
 Structuring the message and answering its request are the protocol's job
 (``ScopecacheProtocol.receive``).
+
+Stdin is read on the event loop itself when it is a pipe or a socket
+(``PipeLineReader``, chosen by ``open_line_reader``): pygls (and
+``BoundedStdinReader``) read it with blocking calls in a worker thread,
+four thread-pool round trips per message, each costing more than answering
+a cache hit on a loaded machine. Under every editor stdin is a pipe or a
+socket, so the bytes of a message arrive with one ``epoll`` wake-up and are
+parsed without leaving the loop. ``open_line_reader`` falls back to the
+thread reader for anything else (a terminal, a regular file, an in-memory
+stream) and when stdin and stdout share one open file (making stdin
+non-blocking would make stdout writes fail with ``BlockingIOError``).
 """
 
 from __future__ import annotations
@@ -28,7 +39,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
+import stat
 import sys
 import threading
 from concurrent.futures import Executor
@@ -121,6 +134,68 @@ class BoundedStreamReader:
             return exc.partial
 
 
+class PipeLineReader:
+    """A ``LineReader`` over an ``asyncio.StreamReader`` fed by the loop."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    async def readline(self) -> bytes:
+        """One line, or the next ``MAX_HEADER_LINE`` bytes of a longer one."""
+        try:
+            return await self._reader.readuntil(b"\n")
+        except asyncio.LimitOverrunError:
+            # No newline within the limit: hand out a bounded piece, like the thread reader.
+            return await self._reader.read(MAX_HEADER_LINE)
+        except asyncio.IncompleteReadError as exc:
+            return exc.partial  # end of input
+
+    async def readexactly(self, n: int) -> bytes:
+        """``n`` bytes (fewer at end of input)."""
+        try:
+            return await self._reader.readexactly(n)
+        except asyncio.IncompleteReadError as exc:
+            return exc.partial
+
+
+def loop_readable(stream: BinaryIO, other: BinaryIO | None = None) -> bool:
+    """Whether ``stream`` is a pipe or socket the event loop can watch on its own.
+
+    ``other`` (stdout) must not be the same open file: the loop makes the
+    file non-blocking, which would break blocking writes to it.
+    """
+    try:
+        fd = stream.fileno()
+        info = os.fstat(fd)
+    except (AttributeError, OSError, ValueError):
+        return False
+    if not (stat.S_ISFIFO(info.st_mode) or stat.S_ISSOCK(info.st_mode)):
+        return False
+    if other is not None:
+        try:
+            if os.path.samestat(info, os.fstat(other.fileno())):
+                return False
+        except (AttributeError, OSError, ValueError):
+            pass
+    return True
+
+
+async def open_line_reader(
+    stream: BinaryIO, executor: Executor | None = None, *, stdout: BinaryIO | None = None
+) -> LineReader:
+    """The fastest safe reader for ``stream``: on the loop if it can be, else in a thread."""
+    if loop_readable(stream, stdout):
+        loop = asyncio.get_running_loop()
+        # The limit bounds a header line; bodies are read with readexactly, unbounded by it.
+        reader = asyncio.StreamReader(limit=MAX_HEADER_LINE, loop=loop)
+        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+        await loop.connect_read_pipe(lambda: protocol, stream)
+        logger.debug("reading stdin on the event loop")
+        return PipeLineReader(reader)
+    logger.debug("reading stdin in a worker thread")
+    return BoundedStdinReader(stream, executor)
+
+
 def dispatch_body(sink: FrameSink, body: bytes) -> None:
     """Decode one body and hand it on, answering what cannot be a message."""
     try:
@@ -208,8 +283,6 @@ def serve_stdio(
     sink: Any = server.protocol
 
     async def serve() -> None:
-        from lsp_server.pipe_reader import open_line_reader  # it builds on this module
-
         reader = await open_line_reader(stdin, server.thread_pool, stdout=stdout)
         await read_frames(stop_event, reader, sink)
 

@@ -12,8 +12,14 @@ from typing import Any
 
 import pytest
 
-from lsp_server.framing import MAX_HEADER_LINE, BoundedStdinReader, read_frames
-from lsp_server.pipe_reader import PipeLineReader, loop_readable, open_line_reader
+from lsp_server.framing import (
+    MAX_HEADER_LINE,
+    BoundedStdinReader,
+    PipeLineReader,
+    loop_readable,
+    open_line_reader,
+    read_frames,
+)
 
 
 @pytest.fixture
