@@ -4,8 +4,7 @@
 completion backend and the stats, and rebuilds only the parts whose settings
 changed. The LSP handlers (``lsp_server.handlers``) are thin: they translate
 LSP messages into calls on this object or on the feature modules that work
-on it (``lsp_server.suggestions``, ``lsp_server.stats_answer``,
-``lsp_server.l2_link``).
+on it (``lsp_server.suggestions``, ``lsp_server.l2_link``).
 """
 
 from __future__ import annotations
@@ -27,9 +26,11 @@ from lsp_server.document_store import DocumentStore
 from lsp_server.documents import Document
 from lsp_server.endpoint_retry import EndpointRetry
 from lsp_server.first_use import rehearse_exclusion, rehearse_protocol
+from lsp_server.hints import DEFAULT_WINDOW as HINT_WINDOW
+from lsp_server.hints import diagnose, signal_values
 from lsp_server.inflight import InflightRegistry
 from lsp_server.l2_link import L2Link
-from lsp_server.metrics import MetricsRegistry
+from lsp_server.metrics import MetricsRegistry, pool_state
 from lsp_server.metrics_http import MetricsEndpoint
 from lsp_server.notify import UserNotifier
 from lsp_server.pipeline import CompletionPipeline, SharedTier
@@ -39,7 +40,6 @@ from lsp_server.settings import Settings
 from lsp_server.settings_codec import parse_settings
 from lsp_server.speculate import SpeculativePrefetcher
 from lsp_server.stats import ServerStats
-from lsp_server.stats_answer import stats_answer
 from lsp_server.suggestions import ServedItems
 from lsp_server.syntax import SyntaxContext, completion_context
 from lsp_server.throttle import MissThrottle
@@ -336,5 +336,81 @@ class ScopecacheServer(LanguageServer):
         return completion_context(doc, position, self.settings.completion)
 
     def stats_snapshot(self) -> dict[str, Any]:
-        """The ``scopecache/stats`` answer (``lsp_server.stats_answer``)."""
-        return stats_answer(self)
+        """The ``scopecache/stats`` answer: the counters with every part's state.
+
+        ``ServerStats`` joined with the L1 store (policy, capacity, size), the
+        backend's transport counters, the L2 store, the in-flight streams, the
+        open documents, the problems the user was told about, the connection
+        pool, the metrics registry and the hints derived from its recent
+        samples. The metrics endpoint serves and samples the same answer.
+        """
+        snapshot = self.stats.snapshot()
+        snapshot["cache"] = {
+            **self.store.policy_stats(),
+            "policy": self.store.policy_name,
+            "capacity": self.store.capacity,
+            "size": len(self.store),
+        }
+        counters = self.backend.counters() if self.backend is not None else None
+        snapshot["transport"] = {
+            "dnsLookups": counters.dns_lookups if counters else 0,
+            "connectionsOpened": counters.connections_opened if counters else 0,
+            "requests": counters.requests if counters else 0,
+            "retries": counters.retries if counters else 0,
+            "errorsByKind": dict(counters.errors_by_kind) if counters else {},
+            "circuit": counters.circuit if counters else "closed",
+            "endpoint": self.settings.endpoint,
+            "dnsFallbacks": counters.dns_fallbacks if counters else 0,
+            "streamsReset": counters.streams_reset if counters else 0,
+            "ttftMsP50": counters.ttft_ms_p50 if counters else 0.0,
+            "ttftMsP95": counters.ttft_ms_p95 if counters else 0.0,
+            "protocol": counters.protocol if counters else "",
+            "connectionsReused": counters.connections_reused if counters else 0,
+            "connectionsClosedByCancel": counters.connections_closed_by_cancel if counters else 0,
+            "connectionsClosedByServer": counters.connections_closed_by_server if counters else 0,
+            "connectionsRetired": counters.connections_retired if counters else 0,
+            "connectWaits": counters.connect_waits if counters else 0,
+            "connectionsReady": counters.connections_ready if counters else 0,
+        }
+        snapshot["provider"] = (
+            self.backend.service() if self.backend is not None else {}
+        ) or {"configured": self.settings.provider, "detected": None, "path": None}
+        snapshot["tokens"] = {
+            "prompt": counters.prompt_tokens if counters else 0,
+            "evaluated": counters.evaluated_tokens if counters else 0,
+            "cached": counters.cached_tokens if counters else 0,
+            "generated": counters.generated_tokens if counters else 0,
+            "answers": counters.usage_reports if counters else 0,
+        }
+        if self.l2_link.store is not None:
+            snapshot["l2"] = self.l2_link.store.stats()
+        snapshot["inflight"] = len(self.inflight)
+        snapshot["upstreamCancelled"] = self.inflight.cancelled_upstream
+        snapshot["upstreamCompleted"] = self.inflight.completed_upstream
+        snapshot["wastedChars"] = self.inflight.wasted_chars
+        snapshot["documents"] = len(self.documents)
+        snapshot["languages"] = self.language_stats()
+        snapshot["problems"] = self.notifier.active()
+        snapshot["pool"] = pool_state(self.backend, self.settings.transport.max_connections)
+        snapshot["metrics"] = self.metrics.snapshot()
+        if self.metrics.sample_due():
+            self.metrics.add_sample(signal_values(snapshot))
+        snapshot["hints"] = diagnose(self.metrics.window(HINT_WINDOW))
+        if self.metrics_endpoint is not None:
+            snapshot["metricsUrl"] = self.metrics_endpoint.url
+        return snapshot
+
+    def language_stats(self) -> dict[str, dict[str, int]]:
+        """Per language: open documents, requests, and open documents parsed vs text-only."""
+        out: dict[str, dict[str, int]] = {}
+
+        def entry(language: str) -> dict[str, int]:
+            return out.setdefault(language, {"documents": 0, "requests": 0, "parsed": 0, "text": 0})
+
+        for doc in self.documents:
+            row = entry(doc.language)
+            row["documents"] += 1
+            row["parsed" if doc.tree is not None else "text"] += 1
+        for language, count in self.stats.requests_by_language.items():
+            entry(language)["requests"] = count
+        return dict(sorted(out.items()))
