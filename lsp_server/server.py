@@ -36,11 +36,11 @@ from lsp_server.notify import UserNotifier
 from lsp_server.pipeline import CompletionPipeline, SharedTier
 from lsp_server.protocol import ScopecacheProtocol
 from lsp_server.recorder import TraceRecorder
+from lsp_server.served import ServedItems
 from lsp_server.settings import Settings
 from lsp_server.settings_codec import parse_settings
 from lsp_server.speculate import SpeculativePrefetcher
 from lsp_server.stats import ServerStats
-from lsp_server.suggestions import ServedItems
 from lsp_server.syntax import SyntaxContext, completion_context
 from lsp_server.throttle import MissThrottle
 from transport.backend import CompletionBackend

@@ -11,10 +11,7 @@ is scheduled for just after the answer has gone out.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-from collections import OrderedDict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -23,6 +20,7 @@ from cache.heat import line_entropy
 from lsp_server.documents import Document
 from lsp_server.exclude import is_excluded
 from lsp_server.pipeline import Suggestion
+from lsp_server.served import ServedItem
 from lsp_server.speculate import typed_towards
 from lsp_server.syntax import SyntaxContext
 
@@ -33,41 +31,6 @@ logger = logging.getLogger(__name__)
 
 #: seconds after a served suggestion before its speculative prefetch starts
 SPECULATION_DELAY = 0.005
-
-#: suggestions remembered for ``scopecache.accepted``
-SERVED_ITEMS_KEPT = 256
-
-
-@dataclass(frozen=True, slots=True)
-class ServedItem:
-    """A suggestion that went out, so an acceptance can be attributed."""
-
-    uri: str
-    line: int
-    character: int
-    text: str
-    source: str
-
-
-class ServedItems:
-    """The latest suggestions that went out, by the item id the editor reports back."""
-
-    def __init__(self, kept: int = SERVED_ITEMS_KEPT) -> None:
-        self._kept = kept
-        self._items: OrderedDict[str, ServedItem] = OrderedDict()
-        self._ids = itertools.count(1)
-
-    def remember(self, item: ServedItem) -> str:
-        """Keep ``item`` (forgetting the oldest beyond ``kept``); returns its id."""
-        item_id = f"s{next(self._ids)}"
-        self._items[item_id] = item
-        while len(self._items) > self._kept:
-            self._items.popitem(last=False)
-        return item_id
-
-    def get(self, item_id: str) -> ServedItem | None:
-        """The item served as ``item_id``, or None when unknown or forgotten."""
-        return self._items.get(item_id)
 
 
 async def suggest(
