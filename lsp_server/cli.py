@@ -134,7 +134,7 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="PNG")
-    p.set_defaults(module="lsp_server.simulate")
+    p.set_defaults(module="lsp_server.simulate_command")
 
 
 def _add_prewarm(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

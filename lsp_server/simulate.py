@@ -18,18 +18,13 @@ what the engine would answer now: neither is a prefix of the other).
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from lsp_server.simulate_designs import StoreFactory, default_store, make_design
-from lsp_server.simulate_requests import collect_requests
-from lsp_server.strategies import POLICY_STRATEGIES, STRATEGY_NAMES, KeyDesign, SimRequest
-from lsp_server.trace import TraceError
+from lsp_server.strategies import POLICY_STRATEGIES, KeyDesign, SimRequest
 
 logger = logging.getLogger(__name__)
 
@@ -158,82 +153,3 @@ def identical_policies(results: Sequence[DesignResult], policies: Sequence[str])
             curves.setdefault(r.policy, []).append(round(r.hit_ratio, 9))
     compared = [curves[p] for p in policies if p in curves]
     return len(compared) > 1 and all(c == compared[0] for c in compared)
-
-
-def names(raw: str, known: Sequence[str], what: str) -> list[str]:
-    """The comma-separated names in ``raw`` (``all``: every known one); ValueError if unknown."""
-    names = [n.strip() for n in raw.split(",") if n.strip()]
-    if names == ["all"]:
-        return list(known)
-    unknown = [n for n in names if n not in known]
-    if unknown or not names:
-        raise ValueError(
-            f"unknown {what} {', '.join(unknown) or '(none)'}; known: {', '.join(known)}"
-        )
-    return names
-
-
-def run(args: argparse.Namespace) -> int:
-    """Entry point of ``scopecache simulate``."""
-    from rich.console import Console
-    from rich.progress import Progress
-
-    from lsp_server import simulate_report as report
-
-    err = Console(stderr=True)
-    if args.timed:
-        from lsp_server.simulate_timed import run_timed
-
-        return run_timed(args)
-    try:
-        strategies = names(args.strategies, STRATEGY_NAMES, "strategy")
-        policies = names(args.policies, (*DEFAULT_POLICIES, "none"), "policy")
-        capacities = [int(c) for c in (args.capacities or "").split(",") if c.strip()]
-        if args.capacities and (not capacities or min(capacities) < 1):
-            raise ValueError("--capacities needs positive integers")
-    except ValueError as exc:
-        err.print(f"scopecache simulate: {exc}")
-        return 2
-    with Progress(console=err, transient=True) as progress:
-        reading = progress.add_task("reading trace", total=None)
-        try:
-            requests = collect_requests(args.trace, on_event=lambda: progress.advance(reading))
-        except (OSError, TraceError) as exc:
-            err.print(f"scopecache simulate: {exc}")
-            return 2
-        progress.update(reading, visible=False)
-        if not capacities:
-            capacities = default_capacities(requests)
-        per = len(policies) * len(capacities)
-        total = sum(per if s in POLICY_STRATEGIES else 1 for s in strategies)
-        task = progress.add_task("simulating", total=total)
-        results = simulate(
-            requests,
-            strategies=strategies,
-            policies=policies,
-            capacities=capacities,
-            on_run=lambda: progress.advance(task),
-        )
-    if identical_policies(results, policies):
-        stored = working_set(requests)
-        err.print(
-            "all policies identical at these capacities: the working set fits "
-            f"(an unbounded cache keeps {stored} answers, and a session that rarely "
-            "returns to earlier code reuses only the latest ones); try smaller "
-            "--capacities or a trace with revisits (trace synth --nonlinear 0.3)"
-        )
-    if args.plot:
-        try:
-            report.plot(results, capacities, policies, args.plot)
-        except report.PlotUnavailable as exc:
-            err.print(f"scopecache simulate: {exc}")
-            return 2
-    if args.json:
-        data = report.report_json(results, capacities, policies)
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    else:
-        out = Console()
-        report.render_table(results, out)
-        if args.plot:
-            out.print(f"plot written to {args.plot}")
-    return 0

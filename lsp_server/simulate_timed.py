@@ -19,10 +19,8 @@ Each design in ``timed_model.CLIENT_MODELS`` is then played by
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +40,7 @@ from lsp_server.strategies import (
     SimRequest,
 )
 from lsp_server.throttle import MissThrottle
-from lsp_server.timed_model import CLIENT_MODELS, DESIGN_NAMES, LatencyModel, TimedResult
+from lsp_server.timed_model import CLIENT_MODELS, LatencyModel, TimedResult
 from lsp_server.timed_run import TimedRun
 from lsp_server.trace_reader import read_header
 
@@ -211,53 +209,3 @@ def simulate_timed(
             if on_run is not None:
                 on_run()
     return results
-
-
-def run_timed(args: argparse.Namespace) -> int:
-    """``scopecache simulate --timed``: table, ``--json`` and ``--plot``."""
-    from rich.console import Console
-    from rich.progress import Progress
-
-    from lsp_server import simulate_report as report
-    from lsp_server.simulate import names
-    from lsp_server.trace import TraceError
-
-    err = Console(stderr=True)
-    try:
-        raw = getattr(args, "designs", None) or ",".join(DESIGN_NAMES)
-        designs = names(raw, tuple(CLIENT_MODELS), "design")
-    except ValueError as exc:
-        err.print(f"scopecache simulate: {exc}")
-        return 2
-    token_ms = float(getattr(args, "token_ms", DEFAULT_TOKEN_MS))
-    ttfts = sorted({float(args.ttft_ms), *(PLOT_TTFTS if args.plot else ())})
-    with Progress(console=err, transient=True) as progress:
-        reading = progress.add_task("reading trace", total=None)
-        try:
-            trace = collect_timed(args.trace, on_event=lambda: progress.advance(reading))
-        except (OSError, TraceError) as exc:
-            err.print(f"scopecache simulate: {exc}")
-            return 2
-        progress.update(reading, visible=False)
-        task = progress.add_task("simulating", total=len(designs) * len(ttfts))
-        results = simulate_timed(
-            trace, designs, ttfts, token_ms=token_ms, on_run=lambda: progress.advance(task)
-        )
-    main = [r for r in results if r.ttft_ms == float(args.ttft_ms)]
-    if args.plot:
-        try:
-            report.plot_timed(results, args.plot)
-        except report.PlotUnavailable as exc:
-            err.print(f"scopecache simulate: {exc}")
-            return 2
-    if args.json:
-        data = report.timed_json(main, token_ms=token_ms)
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    else:
-        out = Console()
-        if out.width < report.TIMED_TABLE_WIDTH:
-            out = Console(width=report.TIMED_TABLE_WIDTH)  # cut figures help nobody
-        report.render_timed_table(main, out, token_ms=token_ms)
-        if args.plot:
-            out.print(f"plot written to {args.plot}")
-    return 0

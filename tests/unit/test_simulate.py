@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server import simulate
+from lsp_server import simulate, simulate_command
 from lsp_server.simulate import DesignResult
 from lsp_server.simulate_requests import collect_requests
+from lsp_server.strategies import STRATEGY_NAMES
 from lsp_server.synth import language_samples, sample_files, synthesize
 from lsp_server.trace_writer import write_trace
 
@@ -54,7 +55,7 @@ def _args(trace: Path, **over: object) -> argparse.Namespace:
 def test_json_output_has_exactly_the_design_shape(
     one_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert simulate.run(_args(one_file)) == 0
+    assert simulate_command.run(_args(one_file)) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["capacities"] == CAPACITIES
     assert set(data["policies"]) == set(POLICIES)
@@ -143,23 +144,23 @@ def test_position_keys_serve_text_that_no_longer_fits(two_files: Path) -> None:
 def test_every_strategy_runs_and_counts_add_up(two_files: Path) -> None:
     requests = collect_requests(two_files)
     results = simulate.simulate(
-        requests, strategies=simulate.STRATEGY_NAMES, policies=["lru"], capacities=[64]
+        requests, strategies=STRATEGY_NAMES, policies=["lru"], capacities=[64]
     )
-    assert {r.strategy for r in results} == set(simulate.STRATEGY_NAMES)
+    assert {r.strategy for r in results} == set(STRATEGY_NAMES)
     for r in results:
         assert r.hits + r.upstream == r.requests == len(requests)
         assert r.useful <= r.with_expect
 
 
 def test_unknown_strategy_is_a_usage_error(one_file: Path) -> None:
-    assert simulate.run(_args(one_file, strategies="scope,magic")) == 2
+    assert simulate_command.run(_args(one_file, strategies="scope,magic")) == 2
 
 
 def test_plot_is_written_or_names_the_extra(
     one_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     png = tmp_path / "hit.png"
-    code = simulate.run(_args(one_file, plot=str(png), json=False))
+    code = simulate_command.run(_args(one_file, plot=str(png), json=False))
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -182,7 +183,7 @@ def revisiting(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_default_capacities_make_every_policy_evict(
     revisiting: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert simulate.run(_args(revisiting, capacities=None)) == 0
+    assert simulate_command.run(_args(revisiting, capacities=None)) == 0
     out = capsys.readouterr()
     data = json.loads(out.out)
     stored = simulate.working_set(collect_requests(str(revisiting)))
@@ -195,7 +196,7 @@ def test_default_capacities_make_every_policy_evict(
 def test_identical_policies_are_called_out(
     one_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert simulate.run(_args(one_file, capacities="100000")) == 0
+    assert simulate_command.run(_args(one_file, capacities="100000")) == 0
     err = " ".join(capsys.readouterr().err.split())
     assert "all policies identical at these capacities: the working set fits" in err
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server import simulate
+from lsp_server import simulate_command
 from lsp_server.simulate_timed import TimedTrace, collect_timed, run_design, simulate_timed
 from lsp_server.synth import sample_files, synthesize
 from lsp_server.timed_model import DESIGN_NAMES, LatencyModel
@@ -126,7 +126,7 @@ def test_json_has_a_timed_object_per_design(
         json=True,
         plot=None,
     )
-    assert simulate.run(args) == 0
+    assert simulate_command.run(args) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data["timed"]) == {"tabby", "continue", "cody", "copilot", "ours"}
     for figures in data["timed"].values():
@@ -152,7 +152,7 @@ def test_unknown_design_is_a_usage_error_naming_the_known_ones(
     args = argparse.Namespace(
         trace=str(path), timed=True, ttft_ms=300.0, token_ms=20.0, designs="ours,magic", json=True
     )
-    assert simulate.run(args) == 2
+    assert simulate_command.run(args) == 2
     err = capsys.readouterr().err
     assert "unknown design magic" in err
     assert "copilot" in err
