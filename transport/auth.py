@@ -8,15 +8,10 @@ answers 401/403 to the request that carried ``headers``, to force one
 refresh before the single retry. ``secrets()`` lists the values that must
 never appear in logs (the backend's redaction filter uses it).
 
-The kinds (``auth.kind``):
-
-- ``static``: ``StaticKeyAuth`` reads the environment variable named by
-  ``apiKeyEnv`` at request time, so a key exported after start-up is picked
-  up; no variable, no header.
-- ``oauth2-client-credentials``: ``auth_oauth.ClientCredentialsSource``
-  behind ``auth_tokens.RefreshingTokenAuth`` (prefetch, refresh-ahead).
-- ``command``: ``auth_command.CommandTokenSource`` behind the same
-  ``RefreshingTokenAuth``.
+``StaticKeyAuth`` (``auth.kind = "static"``) reads the environment
+variable named by ``apiKeyEnv`` at request time, so a key exported after
+start-up is picked up; no variable, no header. The other kinds, and which
+provider each setting names, are in ``auth_kinds``.
 """
 
 from __future__ import annotations
@@ -25,9 +20,6 @@ import logging
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-
-from transport.errors import ConfigurationError
-from transport.options import EndpointOptions
 
 logger = logging.getLogger(__name__)
 
@@ -97,40 +89,3 @@ class NoAuth(AuthProvider):
     async def header(self) -> dict[str, str]:
         """No headers."""
         return {}
-
-
-def auth_for(
-    options: EndpointOptions, *, environ: Mapping[str, str] | None = None
-) -> AuthProvider:
-    """The auth provider ``options.auth_kind`` names (``environ``: defaults to the process's)."""
-    # The token kinds import httpx/asyncio machinery; static needs none of it.
-    if options.auth_kind == "static":
-        return StaticKeyAuth(options.api_key_env, environ=environ)
-    if options.auth_kind == "oauth2-client-credentials":
-        from transport.auth_oauth import ClientCredentialsSource
-        from transport.auth_tokens import RefreshingTokenAuth
-
-        if not (options.token_url and options.client_id and options.client_secret_env):
-            raise ConfigurationError(
-                "auth.kind oauth2-client-credentials needs auth.tokenUrl, auth.clientId "
-                "and auth.clientSecretEnv"
-            )
-        source = ClientCredentialsSource(
-            options.token_url,
-            options.client_id,
-            options.client_secret_env,
-            scope=options.scope,
-            environ=environ,
-            ca_file=options.ca_file,
-            verify_tls=options.verify_tls,
-        )
-        return RefreshingTokenAuth(source, refresh_at=options.refresh_at)
-    if options.auth_kind == "command":
-        from transport.auth_command import CommandTokenSource
-        from transport.auth_tokens import RefreshingTokenAuth
-
-        if not options.command:
-            raise ConfigurationError("auth.kind command needs auth.command")
-        command = CommandTokenSource(options.command)
-        return RefreshingTokenAuth(command, refresh_at=options.refresh_at)
-    raise ConfigurationError(f"unknown auth kind {options.auth_kind!r}")

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from transport.auth import auth_for
 from transport.auth_command import CommandTokenSource
+from transport.auth_kinds import auth_for
 from transport.auth_oauth import ClientCredentialsSource
 from transport.auth_source import IssuedToken, TokenSource
 from transport.auth_tokens import RefreshingTokenAuth

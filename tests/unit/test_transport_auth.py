@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from transport.auth import StaticKeyAuth, auth_for
+from transport.auth import StaticKeyAuth
+from transport.auth_kinds import auth_for
 from transport.errors import ConfigurationError
 from transport.options import EndpointOptions
 
