@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from lsp_server.languages import default_registry
-from lsp_server.synth import sample_files
 from transport.backend import CompletionRequest
 
 logger = logging.getLogger(__name__)
@@ -63,10 +63,10 @@ def split_at_cursor(text: str, at: float = CURSOR_AT) -> tuple[str, str]:
 
 def builtin_sample() -> PromptSample:
     """The built-in Python sample (a file shipped with the package)."""
-    files = {path.name: path for path in sample_files()}
-    path = files.get(BUILTIN_SAMPLE) or next(iter(files.values()))
-    prefix, suffix = split_at_cursor(path.read_text(encoding="utf-8"))
-    return PromptSample(prefix, suffix, "python", f"built-in Python sample ({path.name})")
+    # Read directly: diagnose does not build on the tuning kit (synth.sample_files).
+    text = (resources.files("lsp_server") / "samples" / BUILTIN_SAMPLE).read_text(encoding="utf-8")
+    prefix, suffix = split_at_cursor(text)
+    return PromptSample(prefix, suffix, "python", f"built-in Python sample ({BUILTIN_SAMPLE})")
 
 
 def file_sample(path: str) -> PromptSample:
