@@ -127,7 +127,7 @@ def build_l2(settings: Settings) -> L2Store | None:
     c = settings.cache
     namespace = cache_namespace(settings)
     if c.l2 == "sqlite":
-        from cache.l2.sqlite import SqliteStore
+        from cache.l2.sqlite.store import SqliteStore
 
         return SqliteStore(
             c.sqlite_path or None,

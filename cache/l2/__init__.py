@@ -16,8 +16,8 @@ from cache.l2.errors import (
     L2Unavailable,
 )
 from cache.l2.memory import MemoryHub, MemoryStore, NullStore
-from cache.l2.sqlite import SqliteStore
-from cache.l2.sqlite_file import default_sqlite_path
+from cache.l2.sqlite.file import default_sqlite_path
+from cache.l2.sqlite.store import SqliteStore
 from cache.l2.tiers import l2_namespace, open_l2, prewarm
 
 __all__ = [

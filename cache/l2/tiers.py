@@ -15,7 +15,7 @@ from collections.abc import Callable
 from cache.entry import CachedCompletion
 from cache.l2.base import L2Store
 from cache.l2.memory import NullStore
-from cache.l2.sqlite import SqliteStore
+from cache.l2.sqlite.store import SqliteStore
 
 logger = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from cache.policies.arc import ARCCache, ARCCore
 from cache.policies.base import EvictionListener, PolicyCache
 from cache.policies.classic import LFUPolicy, LRUPolicy, NoCache
 from cache.policies.factory import DEFAULT_LRUK_K, POLICY_NAMES, make_policy
-from cache.policies.hybrid import HybridCache
-from cache.policies.hybrid_balance import hot_limit_for, t1_target_for
+from cache.policies.hybrid.balance import hot_limit_for, t1_target_for
+from cache.policies.hybrid.policy import HybridCache
 from cache.policies.lru_k import LRUKCache, LRUKOrder
 from cache.policies.optimal import OptimalCache
 

@@ -18,8 +18,8 @@ from cache.heat import ContextHeat
 from cache.policies.arc import ARCCache
 from cache.policies.base import PolicyCache, Timer
 from cache.policies.classic import LFUPolicy, LRUPolicy, NoCache
-from cache.policies.hybrid import DEFAULT_HYBRID_K, HybridCache
-from cache.policies.hybrid_balance import check_alpha
+from cache.policies.hybrid.balance import check_alpha
+from cache.policies.hybrid.policy import DEFAULT_HYBRID_K, HybridCache
 from cache.policies.lru_k import LRUKCache
 
 #: the names ``cache.policy`` accepts

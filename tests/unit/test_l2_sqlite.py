@@ -13,7 +13,7 @@ import pytest
 from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey
 from cache.l2 import L2Change, MemoryHub, MemoryStore, NullStore, SqliteStore
-from cache.l2.sqlite_schema import CURRENT_VERSION
+from cache.l2.sqlite.schema import CURRENT_VERSION
 from cache.l2.tiers import l2_namespace, open_l2, prewarm
 from tests.support.text import lines_text
 

@@ -10,11 +10,11 @@ the MRU end of ARC's T2, keeping its history. Evictions (``popitem``) take
 ARC's REPLACE victim; the hot region loses a key only when ARC is empty.
 
 The context weight ``alpha`` in [0.3, 0.7] sets the balance between the two
-regions: the LRU-K limit and T1's target (``cache.policies.hybrid_balance``).
+regions: the LRU-K limit and T1's target (``cache.policies.hybrid.balance``).
 
 Correlated references: a reference within ``correlated_window`` logical
 references of the key's previous one is one burst with it; it refreshes
-recency only (``cache.policies.hybrid_bursts``).
+recency only (``cache.policies.hybrid.bursts``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from cachetools import Cache
 from cache.heat import ContextHeat
 from cache.policies.arc import ARCCore
 from cache.policies.base import K, PolicyCache, Timer, V
-from cache.policies.hybrid_balance import AlphaBalance, check_alpha
-from cache.policies.hybrid_bursts import CorrelationWindow
+from cache.policies.hybrid.balance import AlphaBalance, check_alpha
+from cache.policies.hybrid.bursts import CorrelationWindow
 from cache.policies.lru_k import LRUKOrder
 
 DEFAULT_HYBRID_K = 3

@@ -23,7 +23,7 @@ from pathlib import Path
 import platformdirs
 
 from cache.l2.errors import L2Corrupt, L2Error, L2ReadOnly, L2Unavailable
-from cache.l2.sqlite_schema import migrate
+from cache.l2.sqlite.schema import migrate
 
 logger = logging.getLogger(__name__)
 

@@ -9,12 +9,12 @@ or an OS crash, which for a cache costs one upstream request, whereas
 
 Live sharing: each process polls ``PRAGMA data_version`` every
 ``poll_interval`` seconds and reads the change log only when it moved (see
-``sqlite_changes``).
+``changes``).
 
 Every call runs on one dedicated worker thread that owns the connection, so
 the event loop never waits on disk or on a lock held by another process.
 
-Recovery (``sqlite_file``): a damaged file is moved aside and replaced; a
+Recovery (``file``): a damaged file is moved aside and replaced; a
 read-only location or a full disk makes the store "down" (one log line) and
 the server carries on without it.
 """
@@ -36,8 +36,8 @@ from cache.entry import CachedCompletion
 from cache.keys import ScopeKey
 from cache.l2.base import Clock, L2Change, L2Store, key_to_json, parse_entry
 from cache.l2.errors import L2Corrupt
-from cache.l2.sqlite_changes import read_changes
-from cache.l2.sqlite_file import (
+from cache.l2.sqlite.changes import read_changes
+from cache.l2.sqlite.file import (
     default_sqlite_path,
     map_error,
     open_cache_file,
