@@ -58,7 +58,7 @@ from lsp_server.diagnose_service import (
 from lsp_server.serve import configure_logging, load_settings
 from lsp_server.settings import Settings
 from transport import errors
-from transport.auth_kinds import auth_for
+from transport.auth.kinds import auth_for
 from transport.factory import build_backend
 from transport.network import PinnedResolverBackend
 from transport.service_detect import detect_service

@@ -37,8 +37,8 @@ import httpcore
 import httpx
 
 from transport import errors
-from transport.auth import AuthProvider
-from transport.auth_kinds import auth_for
+from transport.auth.kinds import auth_for
+from transport.auth.provider import AuthProvider
 from transport.backend import CompletionBackend, CompletionRequest, TransportCounters
 from transport.dns import DnsPrefetcher
 from transport.network import PinnedResolverBackend, is_ip_literal, tls_context

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from tests.support.reference import ReferenceService
-from transport.auth_command import CommandTokenSource, command_argv, parse_command_output
-from transport.auth_oauth import ClientCredentialsSource, parse_token_response
+from transport.auth.command import CommandTokenSource, command_argv, parse_command_output
+from transport.auth.oauth import ClientCredentialsSource, parse_token_response
 from transport.errors import AuthError, ConfigurationError
 
 SECRET = "cc-secret-7f3a9"

@@ -7,11 +7,11 @@ import logging
 
 import pytest
 
-from transport.auth_command import CommandTokenSource
-from transport.auth_kinds import auth_for
-from transport.auth_oauth import ClientCredentialsSource
-from transport.auth_source import IssuedToken, TokenSource
-from transport.auth_tokens import RefreshingTokenAuth
+from transport.auth.command import CommandTokenSource
+from transport.auth.kinds import auth_for
+from transport.auth.oauth import ClientCredentialsSource
+from transport.auth.source import IssuedToken, TokenSource
+from transport.auth.tokens import RefreshingTokenAuth
 from transport.errors import AuthError, ConfigurationError
 from transport.options import EndpointOptions
 from transport.resilience import Backoff, SecretRedactor

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from transport.auth import StaticKeyAuth
-from transport.auth_kinds import auth_for
+from transport.auth.kinds import auth_for
+from transport.auth.provider import StaticKeyAuth
 from transport.errors import ConfigurationError
 from transport.options import EndpointOptions
 

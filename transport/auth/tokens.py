@@ -2,8 +2,8 @@
 
 ``RefreshingTokenAuth`` is the ``AuthProvider`` for every kind of
 short-lived token. It wraps a ``TokenSource`` (something that can fetch a
-fresh token: ``auth_oauth.ClientCredentialsSource``,
-``auth_command.CommandTokenSource``). One token with lifetime ``L``,
+fresh token: ``oauth.ClientCredentialsSource``,
+``command.CommandTokenSource``). One token with lifetime ``L``,
 obtained at ``t0``::
 
     t0 ............ t0 + L*(refresh_at - jitter*u) ............ t0 + L
@@ -44,8 +44,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from transport.auth import AuthProvider, bearer_token
-from transport.auth_source import TokenSource
+from transport.auth.provider import AuthProvider, bearer_token
+from transport.auth.source import TokenSource
 from transport.errors import AuthError
 from transport.options import DEFAULT_REFRESH_AT
 from transport.resilience import Backoff

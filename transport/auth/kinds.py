@@ -1,9 +1,9 @@
 """Which credentials provider the ``auth.kind`` setting names, built from its settings.
 
-- ``static``: ``auth.StaticKeyAuth`` (the key from ``apiKeyEnv``);
-- ``oauth2-client-credentials``: ``auth_oauth.ClientCredentialsSource``
-  behind ``auth_tokens.RefreshingTokenAuth`` (prefetch, refresh-ahead);
-- ``command``: ``auth_command.CommandTokenSource`` behind the same
+- ``static``: ``provider.StaticKeyAuth`` (the key from ``apiKeyEnv``);
+- ``oauth2-client-credentials``: ``oauth.ClientCredentialsSource``
+  behind ``tokens.RefreshingTokenAuth`` (prefetch, refresh-ahead);
+- ``command``: ``command.CommandTokenSource`` behind the same
   ``RefreshingTokenAuth``.
 
 A kind's missing settings are a ``ConfigurationError`` that names them.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from transport.auth import AuthProvider, StaticKeyAuth
+from transport.auth.provider import AuthProvider, StaticKeyAuth
 from transport.errors import ConfigurationError
 from transport.options import EndpointOptions
 
@@ -26,8 +26,8 @@ def auth_for(
     if options.auth_kind == "static":
         return StaticKeyAuth(options.api_key_env, environ=environ)
     if options.auth_kind == "oauth2-client-credentials":
-        from transport.auth_oauth import ClientCredentialsSource
-        from transport.auth_tokens import RefreshingTokenAuth
+        from transport.auth.oauth import ClientCredentialsSource
+        from transport.auth.tokens import RefreshingTokenAuth
 
         if not (options.token_url and options.client_id and options.client_secret_env):
             raise ConfigurationError(
@@ -45,8 +45,8 @@ def auth_for(
         )
         return RefreshingTokenAuth(source, refresh_at=options.refresh_at)
     if options.auth_kind == "command":
-        from transport.auth_command import CommandTokenSource
-        from transport.auth_tokens import RefreshingTokenAuth
+        from transport.auth.command import CommandTokenSource
+        from transport.auth.tokens import RefreshingTokenAuth
 
         if not options.command:
             raise ConfigurationError("auth.kind command needs auth.command")

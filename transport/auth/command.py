@@ -28,7 +28,7 @@ import os
 import shlex
 from collections.abc import Mapping, Sequence
 
-from transport.auth_source import IssuedToken, TokenSource, lifetime_seconds
+from transport.auth.source import IssuedToken, TokenSource, lifetime_seconds
 from transport.errors import AuthError, ConfigurationError
 
 logger = logging.getLogger(__name__)

@@ -3,8 +3,8 @@
 A ``TokenSource`` fetches one fresh token (``IssuedToken``: the value and
 its lifetime, if stated) and raises ``AuthError`` for every failure, with a
 message that never contains a secret. ``RefreshingTokenAuth``
-(``auth_tokens``) decides when to call it. The sources that ship:
-``auth_oauth.ClientCredentialsSource`` and ``auth_command.CommandTokenSource``;
+(``tokens``) decides when to call it. The sources that ship:
+``oauth.ClientCredentialsSource`` and ``command.CommandTokenSource``;
 tests pass their own.
 """
 

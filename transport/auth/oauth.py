@@ -26,7 +26,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from transport.auth_source import IssuedToken, TokenSource, lifetime_seconds
+from transport.auth.source import IssuedToken, TokenSource, lifetime_seconds
 from transport.errors import AuthError, ConfigurationError
 from transport.network import tls_context
 

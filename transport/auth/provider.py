@@ -11,7 +11,7 @@ never appear in logs (the backend's redaction filter uses it).
 ``StaticKeyAuth`` (``auth.kind = "static"``) reads the environment
 variable named by ``apiKeyEnv`` at request time, so a key exported after
 start-up is picked up; no variable, no header. The other kinds, and which
-provider each setting names, are in ``auth_kinds``.
+provider each setting names, are in ``kinds``.
 """
 
 from __future__ import annotations
