@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cache.store import CompletionStore
-    from lsp_server.pipeline import SharedTier
-    from lsp_server.server import ScopecacheServer
+    from lsp_server.completion.pipeline import SharedTier
+    from lsp_server.server.language_server import ScopecacheServer
     from lsp_server.settings import Settings
     from transport.backend import CompletionBackend
 
@@ -35,8 +35,8 @@ def create_server(
     setting (any ``transport.CompletionBackend``); ``store`` replaces the L1
     cache built from ``cache.*`` settings; ``l2`` the shared tier.
     """
-    from lsp_server.handlers import register_all
-    from lsp_server.server import ScopecacheServer
+    from lsp_server.server.handlers import register_all
+    from lsp_server.server.language_server import ScopecacheServer
 
     server = ScopecacheServer(settings, backend=backend, store=store, l2=l2)
     register_all(server)

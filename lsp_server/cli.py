@@ -27,7 +27,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     p.add_argument("--record-trace", metavar="FILE", help="record the session as a trace")
     p.add_argument("--metrics-port", type=int, metavar="N", help="serve /metrics and / on N")
-    p.set_defaults(module="lsp_server.serve")
+    p.set_defaults(module="lsp_server.server.serve")
 
 
 def _add_upstream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,7 +44,7 @@ def _add_trace(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s.add_argument("-o", "--output", required=True, metavar="TRACE")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--nonlinear", type=float, default=0.0, help="share of non-sequential edits")
-    s.set_defaults(module="lsp_server.synth")
+    s.set_defaults(module="lsp_server.kit.synth.session")
 
 
 def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -72,7 +72,7 @@ def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--ttft-ms", type=float, default=0.0, help="reference service latency")
     p.add_argument("--token-ms", type=float, default=0.0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(module="lsp_server.replay")
+    p.set_defaults(module="lsp_server.kit.replay")
 
 
 class _StrategiesHelp(argparse.Action):
@@ -82,7 +82,7 @@ class _StrategiesHelp(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_args: Any) -> None:
-        from lsp_server.strategies import STRATEGY_DESCRIPTIONS
+        from lsp_server.kit.simulate.strategies import STRATEGY_DESCRIPTIONS
 
         width = max(map(len, STRATEGY_DESCRIPTIONS))
         lines = [f"  {name:<{width}}  {text}" for name, text in STRATEGY_DESCRIPTIONS.items()]
@@ -134,7 +134,7 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="PNG")
-    p.set_defaults(module="lsp_server.simulate_command")
+    p.set_defaults(module="lsp_server.kit.simulate.command")
 
 
 def _add_prewarm(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -143,14 +143,14 @@ def _add_prewarm(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--config", metavar="FILE", help="TOML settings (endpoint, model, cache.l2)")
     p.add_argument("--endpoint", metavar="URL", help="default: a reference service it starts")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(module="lsp_server.prewarm")
+    p.set_defaults(module="lsp_server.kit.prewarm")
 
 
 def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("demo", help="the guided tour: reference service + replay + results")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json", action="store_true")
-    p.set_defaults(module="lsp_server.demo")
+    p.set_defaults(module="lsp_server.kit.demo")
 
 
 def _add_diagnose(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -162,7 +162,7 @@ def _add_diagnose(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--metrics-url", metavar="URL", help="a server's stats JSON (URL or file)")
     p.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING, ERROR")
-    p.set_defaults(module="lsp_server.diagnose")
+    p.set_defaults(module="lsp_server.diagnose.command")
 
 
 def _add_slo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -176,7 +176,7 @@ def _add_slo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )  # fmt: skip
     c.add_argument("--baseline", metavar="JSON", help="a previous run to compare against")
     c.add_argument("--tolerance", type=float, default=0.1, help="relative regression allowed")
-    c.set_defaults(module="lsp_server.slo")
+    c.set_defaults(module="lsp_server.observe.slo")
 
 
 def build_parser() -> argparse.ArgumentParser:

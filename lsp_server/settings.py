@@ -5,7 +5,7 @@ Nested ``kw_only`` dataclasses, one per group (``cache``, ``transport``,
 VS Code schema is generated from them). Each group's ``validate`` names the
 first bad value, with the key spelled as the client writes it (camelCase).
 How settings are read from the client, a TOML file or written back out lives
-in ``lsp_server.settings_codec``.
+in ``lsp_server.server.settings_codec``.
 """
 
 from __future__ import annotations

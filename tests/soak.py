@@ -28,11 +28,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from lsp_server.client import ServerProcess
-from lsp_server.replay import Replayer
-from lsp_server.synth import sample_files, synthesize
-from lsp_server.trace import Trace
-from lsp_server.upstream_process import ReferenceProcess
+from lsp_server.kit.client import ServerProcess
+from lsp_server.kit.replay import Replayer
+from lsp_server.kit.synth.session import sample_files, synthesize
+from lsp_server.kit.upstream_process import ReferenceProcess
+from lsp_server.observe.trace.format import Trace
 
 
 @dataclass

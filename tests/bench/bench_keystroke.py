@@ -20,8 +20,8 @@ from collections.abc import Callable
 from lsprotocol.types import Position, Range, TextDocumentContentChangePartial
 from tree_sitter import Parser
 
-from lsp_server.document_store import DocumentStore
-from lsp_server.syntax import syntax_context
+from lsp_server.documents.store import DocumentStore
+from lsp_server.documents.syntax import syntax_context
 
 UNIT = '''
 class Inventory{n}:

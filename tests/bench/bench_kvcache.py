@@ -39,9 +39,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lsp_server.replay import replay_trace
-from lsp_server.synth import synthesize
-from lsp_server.trace import (
+from lsp_server.kit.replay import replay_trace
+from lsp_server.kit.synth.session import synthesize
+from lsp_server.observe.trace.documents import TraceDocuments
+from lsp_server.observe.trace.format import (
     ChangeEvent,
     CloseEvent,
     CompleteEvent,
@@ -52,7 +53,6 @@ from lsp_server.trace import (
     Trace,
     TraceHeader,
 )
-from lsp_server.trace_documents import TraceDocuments
 
 STDLIB = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
 FILES = ("textwrap.py", "shlex.py")

@@ -22,11 +22,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from lsp_server import simulate
-from lsp_server.languages import CORE_LANGUAGES, default_registry
-from lsp_server.simulate_requests import collect_requests
-from lsp_server.synth import synthesize
-from lsp_server.trace_writer import write_trace
+from lsp_server.documents.languages import CORE_LANGUAGES, default_registry
+from lsp_server.kit.simulate import untimed as simulate
+from lsp_server.kit.simulate.requests import collect_requests
+from lsp_server.kit.synth.session import synthesize
+from lsp_server.observe.trace.writer import write_trace
 from tests.bench.bench_keystroke import keystroke_rows
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "languages"

@@ -31,8 +31,8 @@ from typing import Any
 
 import httpx
 
-from lsp_server.replay import replay_trace
-from lsp_server.synth import sample_files, synthesize
+from lsp_server.kit.replay import replay_trace
+from lsp_server.kit.synth.session import sample_files, synthesize
 from tests.support.llamacpp import LlamaCppServer, missing_reason
 
 

@@ -17,12 +17,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lsp_server import simulate
-from lsp_server.replay import replay_trace
-from lsp_server.simulate_requests import collect_requests
-from lsp_server.synth import sample_files, synthesize
-from lsp_server.trace import Trace
-from lsp_server.trace_writer import write_trace
+from lsp_server.kit.replay import replay_trace
+from lsp_server.kit.simulate import untimed as simulate
+from lsp_server.kit.simulate.requests import collect_requests
+from lsp_server.kit.synth.session import sample_files, synthesize
+from lsp_server.observe.trace.format import Trace
+from lsp_server.observe.trace.writer import write_trace
 
 STDLIB = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
 FULL_FILES = ("textwrap.py", "shlex.py", "heapq.py")

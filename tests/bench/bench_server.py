@@ -23,9 +23,9 @@ from typing import Any
 
 import httpx
 
-from lsp_server.client import ServerProcess
-from lsp_server.stats import percentile
-from lsp_server.upstream_process import ReferenceProcess
+from lsp_server.kit.client import ServerProcess
+from lsp_server.kit.upstream_process import ReferenceProcess
+from lsp_server.observe.stats import percentile
 from tests.bench.bench_keystroke import python_source
 
 HERE = Path(__file__).resolve().parent

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.upstream_process import ReferenceProcess
+from lsp_server.kit.upstream_process import ReferenceProcess
 from tests.support.greet import CORPUS
 from tests.support.llamacpp import LlamaCppServer, missing_reason
 from tests.support.reference import ReferenceService

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from lsp_server.client import ServerProcess
-from lsp_server.replay import Replayer
-from lsp_server.synth import synthesize
+from lsp_server.kit.client import ServerProcess
+from lsp_server.kit.replay import Replayer
+from lsp_server.kit.synth.session import synthesize
 from tests.support.reference import ReferenceService
 
 pytestmark = pytest.mark.e2e

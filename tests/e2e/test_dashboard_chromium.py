@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from lsp_server.client import ServerProcess
+from lsp_server.kit.client import ServerProcess
 from tests.e2e.test_metrics_e2e import drive_completions, free_port, options, wait_for_endpoint
 from tests.support.reference import ReferenceService
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from lsp_server.diagnose_report import LAYERS
-from lsp_server.diagnose_sample import builtin_sample
-from lsp_server.stats import ServerStats
-from lsp_server.synth import sample_files
+from lsp_server.diagnose.report import LAYERS
+from lsp_server.diagnose.sample import builtin_sample
+from lsp_server.kit.synth.session import sample_files
+from lsp_server.observe.stats import ServerStats
 from tests.support import dnsmasq
 from tests.support.dnsmasq import Dnsmasq
 from tests.support.reference import REPO_ROOT, ReferenceService

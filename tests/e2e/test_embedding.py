@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server import create_server
-from lsp_server.client import ServerProcess
+from lsp_server.kit.client import ServerProcess
 from lsp_server.settings import Settings
 from transport import StaticBackend
 

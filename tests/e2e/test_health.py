@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from lsp_server.client import ServerProcess
+from lsp_server.kit.client import ServerProcess
 from tests.support.greet import COLUMN, CORPUS, EXPECTED, LINE, TEXT, URI
 from tests.support.reference import ReferenceService
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from lsp_server.client import ServerProcess
-from lsp_server.upstream_process import ReferenceProcess
+from lsp_server.kit.client import ServerProcess
+from lsp_server.kit.upstream_process import ReferenceProcess
 from tests.support.conditions import until
 from tests.support.greet import COLUMN, CORPUS, EXPECTED, LINE, TEXT, URI, requests_seen
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from lsp_server.replay import replay_trace
+from lsp_server.kit.replay import replay_trace
 from tests.bench.bench_kvcache import sized_session
 from tests.support.llamacpp import LlamaCppServer
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from lsp_server.client import ServerProcess
+from lsp_server.kit.client import ServerProcess
 from tests.support.reference import ReferenceService
 
 pytestmark = pytest.mark.e2e

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from lsp_server.client import ServerProcess
+from lsp_server.kit.client import ServerProcess
 from tests.support.redis_server import RedisServer, redis_available
 
 pytestmark = [

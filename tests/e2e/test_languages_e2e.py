@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.client import ServerProcess
-from lsp_server.replay import replay_trace
-from lsp_server.synth import synthesize
-from lsp_server.upstream_process import ReferenceProcess
+from lsp_server.kit.client import ServerProcess
+from lsp_server.kit.replay import replay_trace
+from lsp_server.kit.synth.session import synthesize
+from lsp_server.kit.upstream_process import ReferenceProcess
 from tests.support.greet import requests_seen
 
 pytestmark = pytest.mark.e2e

@@ -14,8 +14,8 @@ import sys
 import pytest
 from lsprotocol import types
 
-from lsp_server.client import ServerProcess
-from lsp_server.protocol import offers_list_completion
+from lsp_server.kit.client import ServerProcess
+from lsp_server.server.protocol import offers_list_completion
 from lsp_server.settings import Settings
 
 pytestmark = pytest.mark.e2e

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from lsp_server.client import ServerProcess
+from lsp_server.kit.client import ServerProcess
 from tests.support.llamacpp import LlamaCppServer
 
 pytestmark = pytest.mark.e2e

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lsp_server.client import ServerProcess
+from lsp_server.kit.client import ServerProcess
 from tests.support.greet import COLUMN, EXPECTED, LINE, TEXT, URI
 from tests.support.reference import ReferenceService
 

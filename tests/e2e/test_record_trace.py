@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.client import ServerProcess
-from lsp_server.recorder import mask
-from lsp_server.trace import ChangeEvent, CompleteEvent, OpenEvent
-from lsp_server.trace_reader import read_trace
+from lsp_server.kit.client import ServerProcess
+from lsp_server.observe.trace.format import ChangeEvent, CompleteEvent, OpenEvent
+from lsp_server.observe.trace.reader import read_trace
+from lsp_server.server.recorder import mask
 
 pytestmark = pytest.mark.e2e
 

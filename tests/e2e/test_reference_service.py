@@ -20,7 +20,7 @@ import h2.events
 import httpx
 import pytest
 
-from lsp_server.upstream_process import read_port_file
+from lsp_server.kit.upstream_process import read_port_file
 from tests.support.reference import ReferenceService
 
 pytestmark = pytest.mark.e2e

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.replay import replay_trace
-from lsp_server.synth import sample_files, synthesize
-from lsp_server.trace import Trace
-from lsp_server.trace_writer import write_trace
-from lsp_server.upstream_process import ReferenceProcess
+from lsp_server.kit.replay import replay_trace
+from lsp_server.kit.synth.session import sample_files, synthesize
+from lsp_server.kit.upstream_process import ReferenceProcess
+from lsp_server.observe.trace.format import Trace
+from lsp_server.observe.trace.writer import write_trace
 from tests.support.greet import requests_seen
 
 pytestmark = pytest.mark.e2e

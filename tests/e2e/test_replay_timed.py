@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_server.replay import replay_trace
-from lsp_server.synth import sample_files, synthesize
+from lsp_server.kit.replay import replay_trace
+from lsp_server.kit.synth.session import sample_files, synthesize
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from lsp_server.client import ServerProcess, default_command
+from lsp_server.kit.client import ServerProcess, default_command
 from tests.support.greet import CORPUS, EXPECTED
 from tests.support.greet import TEXT as APP_TEXT
 from tests.support.greet import URI as APP

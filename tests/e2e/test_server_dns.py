@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_server.client import ServerProcess
+from lsp_server.kit.client import ServerProcess
 from tests.support import dnsmasq
 from tests.support.dnsmasq import Dnsmasq
 from tests.support.greet import COLUMN, EXPECTED, LINE, TEXT, URI

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.client import ServerProcess
-from lsp_server.upstream_process import ReferenceProcess
+from lsp_server.kit.client import ServerProcess
+from lsp_server.kit.upstream_process import ReferenceProcess
 from tests.support.greet import requests_seen
 
 pytestmark = pytest.mark.e2e

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.client import ServerProcess
+from lsp_server.kit.client import ServerProcess
 from tests.support.backend import complete, started_backend
 from tests.support.greet import CORPUS, TEXT
 from tests.support.redis_server import free_port

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from lsp_server.client import ServerProcess
-from lsp_server.synth import synthesize
-from lsp_server.trace_writer import write_trace
-from lsp_server.upstream_process import ReferenceProcess
+from lsp_server.kit.client import ServerProcess
+from lsp_server.kit.synth.session import synthesize
+from lsp_server.kit.upstream_process import ReferenceProcess
+from lsp_server.observe.trace.writer import write_trace
 from tests.support.greet import TEXT, URI, requests_seen
 from tests.support.redis_server import RedisServer, redis_available
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from lsp_server.client import ServerProcess
-from lsp_server.demo import demo_trace
-from lsp_server.replay import REFERENCE_MODEL, Replayer
-from lsp_server.synth import sample_files
-from lsp_server.upstream_process import ReferenceProcess
+from lsp_server.kit.client import ServerProcess
+from lsp_server.kit.demo import demo_trace
+from lsp_server.kit.replay import REFERENCE_MODEL, Replayer
+from lsp_server.kit.synth.session import sample_files
+from lsp_server.kit.upstream_process import ReferenceProcess
 from tests.support.conditions import until
 from tests.support.redis_server import RedisServer, redis_available
 

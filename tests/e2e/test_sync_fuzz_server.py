@@ -1,6 +1,6 @@
 """Random incremental edits through the real server over stdio (a bounded run).
 
-The in-process state machine (tests/unit/test_document_fuzz.py) checks the
+The in-process state machine (tests/unit/documents/test_document_fuzz.py) checks the
 document store against a reference model step by step; this run sends the
 same kinds of edits through JSON-RPC framing to the real process and checks
 that every change reached it in order (the server's recorded trace, built
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.client import ServerProcess
-from lsp_server.trace_reader import read_trace
+from lsp_server.kit.client import ServerProcess
+from lsp_server.observe.trace.reader import read_trace
 
 pytestmark = pytest.mark.e2e
 

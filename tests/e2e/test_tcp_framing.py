@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from lsp_server.client import default_command
+from lsp_server.kit.client import default_command
 
 pytestmark = pytest.mark.e2e
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from lsp_server.upstream_process import read_port_file, reference_command
+from lsp_server.kit.upstream_process import read_port_file, reference_command
 from tests.support.process import end_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -6,16 +6,16 @@ import { ServerLogReader } from "../../src/serverLog";
 
 test("each record keeps its own level and loses the server's timestamp", () => {
   const reader = new ServerLogReader();
-  assert.deepEqual(reader.read("2026-12-02 00:43:18,123 DEBUG lsp_server.pipeline: miss"), {
+  assert.deepEqual(reader.read("2026-12-02 00:43:18,123 DEBUG lsp_server.completion.pipeline: miss"), {
     level: "debug",
-    text: "lsp_server.pipeline: miss",
+    text: "lsp_server.completion.pipeline: miss",
   });
-  assert.deepEqual(reader.read("2026-12-02 00:43:18,124 INFO lsp_server.server: started"), {
+  assert.deepEqual(reader.read("2026-12-02 00:43:18,124 INFO lsp_server.server.language_server: started"), {
     level: "info",
-    text: "lsp_server.server: started",
+    text: "lsp_server.server.language_server: started",
   });
   assert.equal(reader.read("2026-12-02 00:43:18,125 WARNING transport.pool: slow").level, "warn");
-  assert.equal(reader.read("2026-12-02 00:43:18,126 ERROR lsp_server.notify: down").level, "error");
+  assert.equal(reader.read("2026-12-02 00:43:18,126 ERROR lsp_server.completion.notify: down").level, "error");
   assert.equal(reader.read("2026-12-02 00:43:18,127 CRITICAL x: y").level, "error");
 });
 
@@ -33,7 +33,7 @@ test("a traceback or an argparse error is an error", () => {
   assert.equal(reader.read("usage: scopecache serve [-h] [--tcp HOST:PORT]").level, "info");
   assert.equal(reader.read("scopecache serve: error: unrecognized arguments: --bogus").level, "error");
   const after = new ServerLogReader();
-  after.read("2026-12-02 00:43:18,123 INFO lsp_server.server: started");
+  after.read("2026-12-02 00:43:18,123 INFO lsp_server.server.language_server: started");
   assert.equal(after.read("Traceback (most recent call last):").level, "error");
   assert.equal(after.read('  File "x.py", line 1, in <module>').level, "error");
 });

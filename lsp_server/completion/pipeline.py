@@ -1,0 +1,464 @@
+"""The completion pipeline: context -> key -> cache -> in-flight -> L2 -> upstream.
+
+Lookup order for one request (DESIGN.md, "One keystroke, as data"):
+
+1. the L1 store: the exact key, then typed-through (the user typed the start
+   of a cached suggestion: serve the rest); the store verifies every entry
+   against the current line before returning it;
+2. an upstream stream in flight whose prediction the user is typing through:
+   attach to it instead of asking again;
+3. the shared L2 tier, verified like L1 (an entry with empty text records that
+   the service had nothing to suggest there: answered empty, not asked again);
+4. upstream, after the miss throttle (``UpstreamStreams``). The
+   answer is stored once, in L1 and L2, when the stream finishes normally;
+   errors and cut-off streams are never stored.
+
+Whatever is served is checked against the document once more just before it
+goes out: if the buffer moved on while we waited, nothing is shown.
+
+A speculative prefetch looks in the same places before it asks upstream: L1,
+the streams in flight, then the shared L2 (in the background, so the answer
+that triggered it is not delayed). An answer another process already fetched
+is copied into L1 and counted in ``ServerStats.speculative_l2_prefetches``;
+serving it later counts ``speculative_l2_served``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from cache.entry import CachedCompletion
+from cache.keys import LineAnchor, ScopeKey, fingerprint
+from cache.store import CompletionStore, Hit
+from lsp_server.completion.inflight import InflightRegistry, InflightStream
+from lsp_server.completion.mid_line import position_allowed, suggestion_allowed
+from lsp_server.completion.notify import UserNotifier
+from lsp_server.completion.throttle import MissThrottle
+from lsp_server.documents.cross_file import PromptContext
+from lsp_server.documents.syntax import SyntaxContext
+from lsp_server.observe.metrics import MetricsRegistry, timed_stream
+from lsp_server.observe.stats import ServerStats
+from lsp_server.settings import CompletionSettings
+from transport.backend import CompletionBackend, CompletionRequest
+from transport.errors import AuthError, TransportError
+
+logger = logging.getLogger(__name__)
+
+#: the longest suggestion shown, in lines
+MAX_SUGGESTION_LINES = 8
+
+
+class SharedTier(Protocol):
+    """What the pipeline needs of an L2 store."""
+
+    async def get(self, key: ScopeKey) -> CachedCompletion | None:
+        """The stored entry for ``key``, or None (never raises)."""
+
+    async def put(self, entry: CachedCompletion) -> None:
+        """Store ``entry`` for other processes (never raises)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    """A suggestion to show at the cursor and where it came from."""
+
+    text: str
+    source: str
+    #: a speculative answer another process fetched (counted as speculativeL2.served)
+    shared_speculative: bool = False
+
+
+def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
+    """The exact key and line anchor of a syntax context."""
+    suffix_fp = fingerprint(ctx.suffix)
+    key = ScopeKey.build(
+        language=ctx.language,
+        scope_depth=ctx.scope_depth,
+        node_type=ctx.node_type,
+        parent_type=ctx.parent_type,
+        scope_text=ctx.scope_prefix,
+        suffix_fp=suffix_fp,
+    )
+    anchor = LineAnchor.build(language=ctx.language, context=ctx.line_context, suffix_fp=suffix_fp)
+    return key, anchor
+
+
+#: the origin of a speculative answer another process fetched, found in L2 by a prefetch
+SPECULATIVE_FROM_L2 = "speculative-l2"
+
+
+def _hit_source(hit: Hit) -> str:
+    """Where a cache hit's answer came from, as stats count it."""
+    if hit.entry.origin in ("speculative", SPECULATIVE_FROM_L2):
+        return "speculative"
+    return hit.source
+
+
+def fit_to_line(text: str, line_suffix: str) -> str:
+    """Trim what the buffer already has after the cursor, and overlong answers."""
+    lines = text.split("\n")[:MAX_SUGGESTION_LINES]
+    tail = line_suffix.rstrip()
+    if tail and lines[0].endswith(tail):
+        lines[0] = lines[0][: len(lines[0]) - len(tail)]
+    return "\n".join(lines).rstrip() if len(lines) > 1 else lines[0]
+
+
+class CompletionPipeline:
+    """Answers completion requests from the caches or the completion service."""
+
+    def __init__(
+        self,
+        *,
+        store: CompletionStore,
+        backend: CompletionBackend | None,
+        stats: ServerStats,
+        throttle: MissThrottle,
+        inflight: InflightRegistry,
+        notifier: UserNotifier,
+        completion: CompletionSettings,
+        l2: SharedTier | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        metrics: MetricsRegistry | None = None,
+        prompt_context: Callable[[str], PromptContext] | None = None,
+    ) -> None:
+        self.store = store
+        self.backend = backend
+        self.stats = stats
+        self.throttle = throttle
+        self.inflight = inflight
+        self.l2 = l2
+        self.clock = clock
+        self.metrics = metrics if metrics is not None else MetricsRegistry()
+        #: other files' chunks and names sent with a miss in a document
+        self.prompt_context = prompt_context
+        self.completion = completion
+        self.upstream = UpstreamStreams(self, notifier=notifier, completion=completion)
+        #: documents whose speculative prefetch is looking in L2 right now
+        self._prefetching: set[str] = set()
+        self._prefetch_tasks: set[asyncio.Task[None]] = set()
+
+    async def complete(
+        self,
+        uri: str,
+        ctx: SyntaxContext,
+        *,
+        still_current: Callable[[], bool],
+        method: str = "inline",
+    ) -> Suggestion | None:
+        """Answer one request; None means "no suggestion"."""
+        started = self.clock()
+        self.stats.requests += 1
+        self.stats.requests_by_language[ctx.language] += 1
+        errors_before = self.stats.upstream_errors
+        mid_line = self.completion.mid_line
+        if not position_allowed(mid_line, ctx.line_suffix):
+            # completion.midLine = "never" with text after the cursor: nothing could show.
+            self.stats.mid_line_suppressed += 1
+            self.stats.record_empty((self.clock() - started) * 1000.0)
+            self.metrics.record_request(method, "none", "empty", self.clock() - started)
+            return None
+        try:
+            suggestion = await self._lookup(uri, ctx)
+        except asyncio.CancelledError:
+            self.stats.cancelled += 1
+            self.metrics.record_request(method, "none", "cancelled", self.clock() - started)
+            raise
+        latency_ms = (self.clock() - started) * 1000.0
+        if suggestion is not None and not still_current():
+            # The buffer moved on while we waited: never show a stale suggestion.
+            self.stats.rejected_stale += 1
+            suggestion = None
+        if suggestion is not None and not suggestion_allowed(
+            mid_line, ctx.line_suffix, suggestion.text
+        ):
+            # Text after the cursor that the suggestion would be wedged in front of.
+            self.stats.mid_line_suppressed += 1
+            suggestion = None
+        if suggestion is not None:
+            text = fit_to_line(suggestion.text, ctx.line_suffix)
+            if text:
+                self.stats.record_served(suggestion.source, latency_ms)
+                if suggestion.shared_speculative:
+                    self.stats.speculative_l2_served += 1
+                self.metrics.record_request(method, suggestion.source, "served", latency_ms / 1e3)
+                return Suggestion(text, suggestion.source)
+        self.stats.record_empty(latency_ms)
+        # An upstream failure during this request (approximate under concurrency).
+        failed = suggestion is None and self.stats.upstream_errors > errors_before
+        outcome, source = ("error", "upstream") if failed else ("empty", "none")
+        self.metrics.record_request(method, source, outcome, latency_ms / 1000.0)
+        return None
+
+    async def _lookup(self, uri: str, ctx: SyntaxContext) -> Suggestion | None:
+        key, anchor = keys_for(ctx)
+        hit = self._l1(key, anchor, ctx)
+        if hit is not None:
+            return hit
+        if self.backend is None:
+            return None
+        self.inflight.cancel_diverged(uri, ctx.line_prefix, anchor, ctx.line)
+        attached = await self._attach(anchor, ctx)
+        if attached is not None:
+            return attached
+        if self.l2 is not None:
+            shared = await self._from_l2(key, anchor, ctx)
+            if shared is not None:
+                return shared
+        await self.throttle.wait(at_line_start=ctx.at_line_start)
+        # While we waited another request may have filled the cache or started a stream.
+        hit = self._l1(key, anchor, ctx)
+        if hit is not None:
+            return hit
+        attached = await self._attach(anchor, ctx)
+        if attached is not None:
+            return attached
+        return await self._upstream(uri, key, anchor, ctx)
+
+    def _l1(self, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext) -> Suggestion | None:
+        hit = self.store.lookup(key, anchor, ctx.line_prefix)
+        if hit is None:
+            return None
+        shared = hit.entry.origin == SPECULATIVE_FROM_L2
+        return Suggestion(hit.text, _hit_source(hit), shared_speculative=shared)
+
+    async def _attach(self, anchor: LineAnchor, ctx: SyntaxContext) -> Suggestion | None:
+        stream = self.inflight.find(anchor, ctx.line_prefix)
+        if stream is None:
+            return None
+        text = await self.upstream.wait(stream)
+        typed = stream.typed_since(ctx.line_prefix) or ""
+        if text is None or len(text) <= len(typed) or not text.startswith(typed):
+            return None
+        source = "speculative" if stream.predicted is not None else "inflight"
+        return Suggestion(text[len(typed) :], source)
+
+    async def _from_l2(
+        self, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext
+    ) -> Suggestion | None:
+        assert self.l2 is not None
+        entry = await self.l2.get(key)
+        if entry is None:
+            return None
+        if entry.anchor != anchor or entry.line_prefix != ctx.line_prefix:
+            self.stats.rejected_stale += 1
+            return None
+        # An empty text is a stored "nothing to suggest here": answered, not asked again.
+        self.store.add_entry(entry)
+        return Suggestion(entry.text, "l2")
+
+    async def _upstream(
+        self, uri: str, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext
+    ) -> Suggestion | None:
+        stream = self.upstream.start(uri, key, anchor, ctx)
+        text = await self.upstream.wait(stream)
+        if not text:
+            return None
+        return Suggestion(text, "upstream")
+
+    def prefetch(self, uri: str, ctx: SyntaxContext, *, predicted: tuple[int, str]) -> bool:
+        """Fetch in the background the answer for a state the user has not reached yet.
+
+        ``predicted`` is the line the user is typing and its predicted full
+        text: an upstream stream lives while the user types towards it.
+        Looks in L1, the streams in flight, and (in the background) the shared
+        L2 first. Returns False when the answer is cached or already being
+        fetched.
+        """
+        if self.backend is None:
+            return False
+        key, anchor = keys_for(ctx)
+        if self.store.lookup(key, anchor, ctx.line_prefix) is not None:
+            return False
+        if self.inflight.find(anchor, ctx.line_prefix) is not None:
+            return False
+        if self.l2 is None:
+            self.upstream.start(uri, key, anchor, ctx, predicted=predicted)
+            return True
+        self._prefetching.add(uri)
+        task = asyncio.ensure_future(self._prefetch_shared(uri, key, anchor, ctx, predicted))
+        self._prefetch_tasks.add(task)
+        task.add_done_callback(self._prefetch_tasks.discard)
+        return True
+
+    def speculating(self, uri: str) -> bool:
+        """Whether a speculative prefetch of ``uri`` is under way (L2 lookup or stream)."""
+        return uri in self._prefetching or self.inflight.speculating(uri)
+
+    async def _prefetch_shared(
+        self,
+        uri: str,
+        key: ScopeKey,
+        anchor: LineAnchor,
+        ctx: SyntaxContext,
+        predicted: tuple[int, str],
+    ) -> None:
+        try:
+            assert self.l2 is not None
+            entry = await self.l2.get(key)
+            if (
+                entry is not None
+                and entry.anchor == anchor
+                and entry.line_prefix == ctx.line_prefix
+            ):
+                # an empty text: another process learnt there is nothing to suggest
+                origin = SPECULATIVE_FROM_L2 if entry.origin == "speculative" else entry.origin
+                self.store.add_entry(dataclasses.replace(entry, origin=origin))
+                self.stats.speculative_l2_prefetches += 1
+                return
+            logger.debug(
+                "speculative prefetch at line %d: %s in L2",
+                ctx.line,
+                "no entry" if entry is None else "a different context",
+            )
+            # While we looked, a request may have filled L1 or started a stream.
+            if self.store.lookup(key, anchor, ctx.line_prefix) is not None:
+                return
+            if self.inflight.find(anchor, ctx.line_prefix) is not None:
+                return
+            if self.backend is not None:
+                self.upstream.start(uri, key, anchor, ctx, predicted=predicted)
+        finally:
+            self._prefetching.discard(uri)
+
+    def clear(self) -> int:
+        """Empty L1; returns how many entries were removed."""
+        return self.store.clear()
+
+
+class UpstreamStreams:
+    """Starts the pipeline's upstream streams and waits for their answers."""
+
+    def __init__(
+        self,
+        pipeline: CompletionPipeline,
+        *,
+        notifier: UserNotifier,
+        completion: CompletionSettings,
+    ) -> None:
+        # The caches, the backend, the throttle and the counters are the pipeline's.
+        self._pipeline = pipeline
+        self.notifier = notifier
+        self.completion = completion
+        self._ids = itertools.count(1)
+        self._background: set[asyncio.Task[None]] = set()
+
+    def start(
+        self,
+        uri: str,
+        key: ScopeKey,
+        anchor: LineAnchor,
+        ctx: SyntaxContext,
+        *,
+        predicted: tuple[int, str] | None = None,
+    ) -> InflightStream:
+        """Start an upstream stream whose answer is stored when it ends."""
+        pipeline = self._pipeline
+        backend, clock, throttle, inflight = (
+            pipeline.backend, pipeline.clock, pipeline.throttle, pipeline.inflight
+        )
+        assert backend is not None
+        speculative = predicted is not None
+        context = (
+            pipeline.prompt_context(uri) if pipeline.prompt_context is not None else PromptContext()
+        )
+        request = CompletionRequest(
+            prefix=ctx.prompt_prefix,
+            suffix=ctx.prompt_suffix,
+            language=ctx.language,
+            max_tokens=self.completion.max_tokens,
+            temperature=self.completion.temperature,
+            stop=tuple(self.completion.stop),
+            multiline=self.completion.multiline and ctx.block_opener,
+            request_id=f"r{next(self._ids)}",
+            speculative=speculative,
+            extra=context.extra,
+            filename=context.filename,
+            repo_name=context.repo_name,
+        )
+        started = clock()
+
+        def on_complete(stream: InflightStream) -> None:
+            throttle.note_ttft(clock() - started)
+            if throttle.ttft is not None:
+                inflight.adapt_grace(throttle.ttft)
+            if not stream.text:
+                # "Nothing to suggest here" is an answer too: other processes
+                # sharing the L2 need not ask again (L1 keeps only suggestions).
+                self._share(
+                    CachedCompletion(
+                        key=key,
+                        anchor=anchor,
+                        line_prefix=ctx.line_prefix,
+                        text="",
+                        created_at=time.time(),
+                        origin="speculative" if speculative else "upstream",
+                    )
+                )
+                return
+            entry = pipeline.store.put(
+                key,
+                anchor,
+                ctx.line_prefix,
+                stream.text,
+                context=ctx.line_context,
+                origin="speculative" if speculative else "upstream",
+            )
+            if entry is not None:
+                self._share(entry)
+
+        pipeline.stats.upstream_requests += 1
+        if speculative:
+            pipeline.stats.speculative_requests += 1
+        return inflight.start(
+            predicted=predicted,
+            uri=uri,
+            anchor=anchor,
+            line_prefix=ctx.line_prefix,
+            open_stream=lambda: timed_stream(backend, request, pipeline.metrics, clock),
+            on_complete=on_complete,
+        )
+
+    async def wait(self, stream: InflightStream) -> str | None:
+        """The text of ``stream``; None when it failed or was cancelled under us."""
+        try:
+            text = await self._pipeline.inflight.wait(stream)
+        except AuthError as exc:
+            # No token: completions pause (empty answers) until one can be had.
+            self._pipeline.stats.upstream_errors += 1
+            self.notifier.problem("auth", f"completions paused, no access token: {exc}")
+            return None
+        except TransportError as exc:
+            self._pipeline.stats.upstream_errors += 1
+            self.notifier.problem("upstream", f"completion service failed: {exc}")
+            return None
+        except asyncio.CancelledError:
+            if stream.task is not None and stream.task.cancelled():
+                # The stream was cancelled under us (the user diverged): no answer.
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise
+                return None
+            raise
+        self.notifier.resolved("auth", "access token obtained, completions resumed")
+        self.notifier.resolved("upstream", "completion service is answering again")
+        return text
+
+    async def flush(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for answers still being written to L2 (shutdown)."""
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=timeout)
+
+    def _share(self, entry: CachedCompletion) -> None:
+        l2 = self._pipeline.l2
+        if l2 is None:
+            return
+        task = asyncio.ensure_future(l2.put(entry))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)

@@ -1,0 +1,281 @@
+"""Cross-file context: which other files' text a miss sends, and in what order.
+
+``CrossFileContext.chunks_for(doc)`` picks, within ``context.maxChars``:
+
+1. the definitions of the names the document imports (Python ``import`` and
+   ``from ... import``), when the file that defines them is open;
+2. a chunk of every other open document, most recently edited first: the
+   lines around its last edit (the block of ``CHUNK_LINES`` lines containing
+   it, so that further edits nearby keep the same block), or its first lines
+   when it was not edited here.
+
+Never from a document matched by ``exclude``, never a chunk that looks like
+it holds a credential (``lsp_server.documents.exclude.looks_secret``), never a chunk of
+the document being completed.
+
+The order is append-mostly, so that a server keeps the chunks in its KV cache
+from one request to the next: a chunk keeps the place it got when it was
+first sent; a chunk whose text changed, or that is new, goes to the end.
+Between two keystrokes in the same document nothing changes, and the chunks
+go out byte-identical.
+
+The cache key does not include this context: an answer cached before another
+file changed may still be served.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from tree_sitter import Node
+
+from lsp_server.documents.document import Document
+from lsp_server.documents.exclude import is_excluded, looks_secret, uri_path
+from lsp_server.documents.positions import decode_text
+from lsp_server.documents.store import DocumentStore
+from lsp_server.settings import Settings
+from transport.backend import ContextChunk
+
+logger = logging.getLogger(__name__)
+
+#: lines in the chunk taken from another document
+CHUNK_LINES = 32
+#: lines kept of one imported definition
+DEFINITION_LINES = 40
+#: most documents considered per request (the most recently touched)
+MAX_DOCUMENTS = 16
+
+_DEFINITIONS = ("function_definition", "class_definition")
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    #: what the chunk is, stable across edits: (uri, "definition" | "region", detail)
+    ident: tuple[str, str, str]
+    chunk: ContextChunk
+
+
+class CrossFileContext:
+    """Chooses other documents' chunks for a request and keeps their order stable."""
+
+    def __init__(
+        self,
+        documents: DocumentStore,
+        settings: Callable[[], Settings],
+        *,
+        root: Callable[[], str | None] = lambda: None,
+    ) -> None:
+        self._documents = documents
+        self._settings = settings
+        self._root = root
+        self._ticks = itertools.count(1)
+        #: uri -> (when last opened or edited, last edited line or None)
+        self._touched: dict[str, tuple[int, int | None]] = {}
+        #: chunk ident -> (place in the order, text it was sent with)
+        self._order: dict[tuple[str, str, str], tuple[int, str]] = {}
+        self._places = itertools.count(1)
+
+    # -- what the user did ------------------------------------------------
+
+    def note_open(self, uri: str) -> None:
+        """A document was opened: it becomes the most recently touched."""
+        line = self._touched.get(uri, (0, None))[1]
+        self._touched[uri] = (next(self._ticks), line)
+
+    def note_edit(self, uri: str, line: int) -> None:
+        """A document was edited at ``line``."""
+        self._touched[uri] = (next(self._ticks), line)
+
+    def forget(self, uri: str) -> None:
+        """A document was closed: none of its text is sent any more."""
+        self._touched.pop(uri, None)
+        for ident in [i for i in self._order if i[0] == uri]:
+            del self._order[ident]
+
+    # -- what is sent -----------------------------------------------------
+
+    def filename(self, uri: str) -> str:
+        """The path a model is shown for ``uri``: relative to the workspace when inside it."""
+        path = uri_path(uri)
+        root = self._root()
+        if root:
+            root_path = uri_path(root).rstrip("/") + "/"
+            if path.startswith(root_path):
+                return path[len(root_path) :]
+        return PurePosixPath(path).name or path
+
+    def repo_name(self) -> str:
+        """The workspace folder's name ("" when the client named no workspace)."""
+        root = self._root()
+        return PurePosixPath(uri_path(root)).name if root else ""
+
+    def chunks_for(self, doc: Document) -> tuple[ContextChunk, ...]:
+        """The chunks to send with a request in ``doc``, in their stable order."""
+        settings = self._settings()
+        budget = settings.context.max_chars
+        if not settings.context.cross_file or budget <= 0:
+            return ()
+        chosen: list[_Candidate] = []
+        seen: set[tuple[str, str, str]] = set()
+        for candidate in self._candidates(doc, settings.exclude):
+            if candidate.ident in seen:
+                continue
+            cost = len(candidate.chunk.text) + len(candidate.chunk.filename) + 1
+            if cost > budget:
+                continue
+            if looks_secret(candidate.chunk.text):
+                logger.debug("chunk of %s left out: looks like a credential", candidate.ident[0])
+                continue
+            seen.add(candidate.ident)
+            chosen.append(candidate)
+            budget -= cost
+        placed = []
+        for candidate in chosen:
+            known = self._order.get(candidate.ident)
+            if known is None or known[1] != candidate.chunk.text:
+                known = (next(self._places), candidate.chunk.text)
+                self._order[candidate.ident] = known
+            placed.append((known[0], candidate.chunk))
+        return tuple(chunk for _, chunk in sorted(placed, key=lambda p: p[0]))
+
+    def _candidates(self, doc: Document, exclude: list[str]) -> Iterator[_Candidate]:
+        others = [
+            d
+            for d in self._documents
+            if d.uri != doc.uri and not is_excluded(d.uri, exclude)
+        ]
+        yield from self._imported_definitions(doc, others)
+        recent = sorted(others, key=lambda d: self._touched.get(d.uri, (0, None))[0], reverse=True)
+        for other in recent[:MAX_DOCUMENTS]:
+            region = self._region(other)
+            if region is not None:
+                yield region
+
+    def _region(self, doc: Document) -> _Candidate | None:
+        buf = doc.buffer
+        edited = self._touched.get(doc.uri, (0, None))[1]
+        first = 0
+        if edited is not None:
+            first = min(edited, buf.line_count - 1) // CHUNK_LINES * CHUNK_LINES
+        last = min(buf.line_count - 1, first + CHUNK_LINES - 1)
+        text = decode_text(buf.data[buf.line_start(first) : buf.line_end(last)])
+        if not text.strip():
+            return None
+        return _Candidate(
+            (doc.uri, "region", str(first)), ContextChunk(self.filename(doc.uri), text + "\n")
+        )
+
+    def _imported_definitions(
+        self, doc: Document, others: list[Document]
+    ) -> Iterator[_Candidate]:
+        if doc.language != "python" or doc.tree is None or not others:
+            return
+        by_module = _modules(others)
+        for module, names in _python_imports(doc):
+            target = by_module.get(_resolve(module, doc.uri))
+            if target is None or target.tree is None:
+                continue
+            for name, node in _top_level_definitions(target):
+                if names and name not in names:
+                    continue
+                text = _head_lines(decode_text(target.buffer.data[node.start_byte : node.end_byte]))
+                yield _Candidate(
+                    (target.uri, "definition", name),
+                    ContextChunk(self.filename(target.uri), text),
+                )
+
+
+def _modules(docs: list[Document]) -> dict[str, Document]:
+    """Open Python documents by every dotted name they could be imported as."""
+    found: dict[str, Document] = {}
+    for doc in docs:
+        if doc.language != "python":
+            continue
+        parts = PurePosixPath(uri_path(doc.uri)).with_suffix("").parts
+        if parts and parts[-1] == "__init__":
+            parts = parts[:-1]
+        for i in range(len(parts) - 1, 0, -1):
+            found.setdefault(".".join(parts[i:]), doc)
+        found.setdefault(uri_path(doc.uri), doc)
+    return found
+
+
+def _resolve(module: str, importer: str) -> str:
+    """A module name as ``_modules`` keys it; relative imports resolve by path."""
+    if not module.startswith("."):
+        return module
+    dots = len(module) - len(module.lstrip("."))
+    base = PurePosixPath(uri_path(importer)).parents[dots - 1]
+    rest = module.lstrip(".")
+    dotted = ".".join(base.parts[1:]) if base.parts else ""
+    return ".".join(p for p in (dotted, rest) if p)
+
+
+def _python_imports(doc: Document) -> Iterator[tuple[str, set[str]]]:
+    """(module, imported names) of the top-level imports; no names means the whole module."""
+    assert doc.tree is not None
+    for node in doc.tree.root_node.children:
+        if node.type == "import_from_statement":
+            module = node.child_by_field_name("module_name")
+            if module is None or module.text is None:
+                continue
+            names = {_imported_name(n) for n in node.children_by_field_name("name")}
+            yield module.text.decode("utf-8", "replace"), names - {""}
+        elif node.type == "import_statement":
+            for name in node.children_by_field_name("name"):
+                target = name.child_by_field_name("name") if name.type == "aliased_import" else name
+                if target is not None and target.text is not None:
+                    yield target.text.decode("utf-8", "replace"), set()
+
+
+def _imported_name(node: Node) -> str:
+    if node.type == "aliased_import":
+        inner = node.child_by_field_name("name")
+        node = inner if inner is not None else node
+    return node.text.decode("utf-8", "replace") if node.text is not None else ""
+
+
+def _top_level_definitions(doc: Document) -> Iterator[tuple[str, Node]]:
+    assert doc.tree is not None
+    for node in doc.tree.root_node.children:
+        definition = node
+        if node.type == "decorated_definition":
+            inner = node.child_by_field_name("definition")
+            definition = inner if inner is not None else node
+        if definition.type not in _DEFINITIONS:
+            continue
+        name = definition.child_by_field_name("name")
+        if name is not None and name.text is not None:
+            yield name.text.decode("utf-8", "replace"), node
+
+
+def _head_lines(text: str) -> str:
+    lines = text.splitlines()[:DEFINITION_LINES]
+    return "".join(f"{line}\n" for line in lines)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptContext:
+    """What a request carries besides its own document's window."""
+
+    extra: tuple[ContextChunk, ...] = ()
+    filename: str = ""
+    repo_name: str = ""
+
+
+def prompt_context(
+    cross_file: CrossFileContext, documents: DocumentStore, uri: str
+) -> PromptContext:
+    """The cross-file chunks, file name and project name for a request in ``uri``."""
+    doc = documents.get(uri)
+    if doc is None:
+        return PromptContext()
+    return PromptContext(
+        extra=cross_file.chunks_for(doc),
+        filename=cross_file.filename(uri),
+        repo_name=cross_file.repo_name(),
+    )

@@ -1,0 +1,238 @@
+"""An open document: its text and tree-sitter tree, kept current edit by edit.
+
+``Document.apply_changes`` receives the changes of one ``didChange``. An
+incremental change edits the UTF-8 text in place (``TextBuffer``), tells the
+old tree what moved (``tree.edit``) and re-parses with the old tree, so
+tree-sitter reuses everything the edit did not touch; a whole-document change
+replaces the text and parses from scratch. All changes of one ``didChange``
+are applied to the text and the tree first, and parsed once.
+
+A document is parsed only when a grammar is registered for it, its size is at
+most ``max_parse_bytes`` and it contains no NUL byte (tree-sitter reads NUL as
+end of input). Otherwise ``tree`` is None and ``parse_skipped`` says why
+("no grammar", "grammar not installed", "too large", "binary"); the
+text stays current and every position helper still works, so completions fall
+back to a text-only context.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Sequence
+
+from lsprotocol.types import (
+    Position,
+    PositionEncodingKind,
+    TextDocumentContentChangeEvent,
+    TextDocumentContentChangePartial,
+)
+from tree_sitter import Parser, Tree
+
+from lsp_server.documents.languages import GrammarMissingError, LanguageSpec
+from lsp_server.documents.languages.indentation import INDENT_SAMPLE_LINES, TEXT_INDENT, indent_unit
+from lsp_server.documents.positions import ResolvedPosition, TextBuffer, decode_text, encode_text
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_PARSE_BYTES = 2_000_000
+#: languages whose missing grammar was already reported (once per process)
+_missing_reported: set[str] = set()
+
+
+def parser_for(spec: LanguageSpec | None) -> Parser | None:
+    """A new parser for ``spec``; None without a spec or when its grammar is not installed."""
+    if spec is None:
+        return None
+    try:
+        return spec.new_parser()
+    except GrammarMissingError as exc:
+        if spec.name not in _missing_reported:
+            _missing_reported.add(spec.name)
+            logger.warning("%s; %s files get a text-only context", exc, spec.name)
+        return None
+
+
+class Document:
+    """One open text document: text, version, language and (when parsed) its tree."""
+
+    def __init__(
+        self,
+        uri: str,
+        language_id: str,
+        version: int,
+        text: str,
+        *,
+        spec: LanguageSpec | None = None,
+        encoding: PositionEncodingKind = PositionEncodingKind.Utf16,
+        max_parse_bytes: int = DEFAULT_MAX_PARSE_BYTES,
+    ) -> None:
+        self.uri = uri
+        self.language_id = language_id
+        self.version = version
+        self.spec = spec
+        self.encoding = encoding
+        self.max_parse_bytes = max_parse_bytes
+        self.buffer = TextBuffer(encode_text(text))
+        self.tree: Tree | None = None
+        #: why there is no tree: "no grammar", "grammar not installed", "too large" or
+        #: "binary"; None when parsed
+        self.parse_skipped: str | None = None
+        self._parser: Parser | None = parser_for(spec)
+        self._text: str | None = text
+        #: first line of the prompt's prefix window, remembered between
+        #: requests by ``lsp_server.documents.prompt_window`` so that it stays put
+        self.prompt_anchor: int | None = None
+        #: the text holds a NUL byte (binary): kept current per edit, so a
+        #: keystroke never scans the whole buffer for one
+        self._has_nul = b"\0" in self.buffer.data
+        self._recheck_nul = False
+        self._parse(incremental=False)
+
+    def __repr__(self) -> str:
+        state = "parsed" if self.tree is not None else f"unparsed: {self.parse_skipped}"
+        return f"Document({self.uri!r}, v{self.version}, {len(self.buffer)} bytes, {state})"
+
+    # -- reading ------------------------------------------------------------
+
+    @property
+    def language(self) -> str:
+        """The canonical language name (the grammar's, else the client's languageId)."""
+        return self.spec.name if self.spec is not None else self.language_id
+
+    @property
+    def data(self) -> bytearray:
+        """The UTF-8 text. Read it, never write it: edits go through ``apply_changes``."""
+        return self.buffer.data
+
+    @property
+    def text(self) -> str:
+        """The whole text (decoded on first use after an edit)."""
+        if self._text is None:
+            self._text = decode_text(self.buffer.data)
+        return self._text
+
+    @property
+    def line_count(self) -> int:
+        """Number of lines, as LSP counts them."""
+        return self.buffer.line_count
+
+    def resolve(self, position: Position) -> ResolvedPosition:
+        """The byte offset of ``position``, with the clamped line/character."""
+        return self.buffer.resolve(position.line, position.character, self.encoding)
+
+    def offset_at(self, position: Position) -> int:
+        """Byte offset of an LSP position (clamped, never raises)."""
+        return self.resolve(position).offset
+
+    def position_at(self, offset: int) -> Position:
+        """LSP position of a byte offset in the negotiated encoding."""
+        line, character = self.buffer.position_of(offset, self.encoding)
+        return Position(line=line, character=character)
+
+    def line_text(self, line: int) -> str:
+        """A line's text without its terminator ("" past the end)."""
+        if not 0 <= line < self.buffer.line_count:
+            return ""
+        buf = self.buffer
+        return decode_text(self.byte_range(buf.line_start(line), buf.line_end(line)))
+
+    def indent_unit(self, line: int) -> str:
+        """The indentation step the text shows up to ``line`` (reads a bounded window)."""
+        default = self.spec.indent if self.spec is not None else TEXT_INDENT
+        first = max(0, line - INDENT_SAMPLE_LINES)
+        return indent_unit((self.line_text(n) for n in range(first, line + 1)), default)
+
+    def byte_range(self, start: int, end: int) -> bytes:
+        """The bytes ``[start, end)``, clamped into the text."""
+        n = len(self.buffer)
+        return bytes(self.buffer.data[max(0, min(start, n)) : max(0, min(end, n))])
+
+    def text_range(self, start: int, end: int) -> str:
+        """The text between two byte offsets (cut characters become U+FFFD)."""
+        return decode_text(self.byte_range(start, end))
+
+    def fork(self) -> Document:
+        """An independent copy (text, line index, tree) to try an edit on.
+
+        Used to look at a hypothetical state (the document after accepting a
+        suggestion) without touching the real one; the copied tree lets that
+        edit be parsed incrementally.
+        """
+        twin = copy.copy(self)
+        twin.buffer = copy.deepcopy(self.buffer)
+        twin.tree = self.tree.copy() if self.tree is not None else None
+        twin._parser = parser_for(self.spec)
+        return twin
+
+    # -- editing ------------------------------------------------------------
+
+    def apply_changes(self, changes: Sequence[TextDocumentContentChangeEvent]) -> None:
+        """Apply LSP content changes in order, then re-parse once."""
+        full = False
+        for change in changes:
+            if isinstance(change, TextDocumentContentChangePartial):
+                self._apply_range(change)
+            else:
+                self.buffer.set_text(encode_text(change.text))
+                self._has_nul = b"\0" in self.buffer.data
+                self.tree, full = None, True
+        self._text = None
+        self._parse(incremental=not full)
+
+    def replace_text(self, text: str) -> None:
+        """Replace the whole text and parse it from scratch."""
+        self.buffer.set_text(encode_text(text))
+        self._has_nul = b"\0" in self.buffer.data
+        self._text = text
+        self._parse(incremental=False)
+
+    def reconsider_parse(self) -> None:
+        """Re-check the parse limits (after ``max_parse_bytes`` changed)."""
+        if self.tree is None or len(self.buffer) > self.max_parse_bytes:
+            self._parse(incremental=False)
+
+    def _apply_range(self, change: TextDocumentContentChangePartial) -> None:
+        buf = self.buffer
+        start = self.resolve(change.range.start).offset
+        end = self.resolve(change.range.end).offset
+        if end < start:
+            start, end = end, start
+        new = encode_text(change.text)
+        if b"\0" in new:
+            self._has_nul = True
+        elif self._has_nul and end > start:
+            # a deletion may have removed the last NUL: look again (rare)
+            self._recheck_nul = True
+        if self.tree is None:
+            buf.replace(start, end, new)
+            return
+        start_point = buf.ts_point(start)
+        old_end_point = buf.ts_point(end)
+        buf.replace(start, end, new)
+        new_end = start + len(new)
+        self.tree.edit(start, end, new_end, start_point, old_end_point, buf.ts_point(new_end))
+
+    def _nul_present(self) -> bool:
+        if self._recheck_nul:
+            self._recheck_nul = False
+            self._has_nul = b"\0" in self.buffer.data
+        return self._has_nul
+
+    def _parse(self, *, incremental: bool) -> None:
+        data = self.buffer.data
+        reason: str | None = None
+        if self._parser is None:
+            reason = "no grammar" if self.spec is None else "grammar not installed"
+        elif len(data) > self.max_parse_bytes:
+            reason = "too large"
+        elif self._nul_present():
+            reason = "binary"
+        if reason is not None or self._parser is None:
+            if reason != self.parse_skipped:
+                logger.info("not parsing %s: %s (%d bytes)", self.uri, reason, len(data))
+            self.tree, self.parse_skipped = None, reason
+            return
+        old = self.tree if incremental else None
+        self.tree = self._parser.parse(data) if old is None else self._parser.parse(data, old)
+        self.parse_skipped = None

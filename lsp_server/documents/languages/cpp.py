@@ -1,0 +1,22 @@
+"""C++: functions, classes and structs with a body, namespaces, templates' bodies, lambdas."""
+
+from __future__ import annotations
+
+from lsp_server.documents.languages.c import C_BODIED
+from lsp_server.documents.languages.spec import LanguageSpec
+
+CPP_BODIED = C_BODIED | {"class_specifier"}
+
+CPP = LanguageSpec(
+    name="cpp",
+    grammar_module="tree_sitter_cpp",
+    grammar_package="tree-sitter-cpp",
+    scope_types=frozenset({"translation_unit", "function_definition", "namespace_definition"})
+    | CPP_BODIED,
+    bodied_types=CPP_BODIED,
+    named_scope_types={"lambda_expression": frozenset({"init_declarator"})},
+    aliases=("c++",),
+    filetypes=("cpp",),
+    extensions=("cpp", "cc", "cxx", "c++", "hpp", "hh", "hxx", "h++", "ipp"),
+    root_type="translation_unit",
+)

@@ -1,0 +1,20 @@
+"""Go: functions, methods, type declarations and function literals assigned to names."""
+
+from __future__ import annotations
+
+from lsp_server.documents.languages.spec import LanguageSpec
+
+GO = LanguageSpec(
+    name="go",
+    grammar_module="tree_sitter_go",
+    grammar_package="tree-sitter-go",
+    scope_types=frozenset(
+        {"source_file", "function_declaration", "method_declaration", "type_declaration"}
+    ),
+    named_scope_types={"func_literal": frozenset({"expression_list"})},
+    indent="\t",
+    aliases=("golang",),
+    filetypes=("go",),
+    extensions=("go",),
+    root_type="source_file",
+)

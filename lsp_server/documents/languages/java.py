@@ -1,0 +1,19 @@
+"""Java: classes, interfaces, enums, records, methods, constructors, named lambdas."""
+
+from __future__ import annotations
+
+from lsp_server.documents.languages.spec import LanguageSpec
+
+JAVA = LanguageSpec(
+    name="java",
+    grammar_module="tree_sitter_java",
+    grammar_package="tree-sitter-java",
+    scope_types=frozenset(
+        {"program", "class_declaration", "interface_declaration", "enum_declaration",
+         "record_declaration", "annotation_type_declaration", "method_declaration",
+         "constructor_declaration", "compact_constructor_declaration"}
+    ),
+    named_scope_types={"lambda_expression": frozenset({"variable_declarator"})},
+    filetypes=("java",),
+    extensions=("java",),
+)

@@ -1,0 +1,35 @@
+"""JavaScript (and JSX): functions, classes, methods, object methods, named arrow functions."""
+
+from __future__ import annotations
+
+from lsp_server.documents.languages.spec import LanguageSpec
+
+#: parents under which a function *expression* is a named definition
+ASSIGNED = frozenset(
+    {"variable_declarator", "assignment_expression", "pair", "field_definition",
+     "public_field_definition"}
+)
+
+JS_SCOPES = frozenset(
+    {"program", "function_declaration", "generator_function_declaration", "class_declaration",
+     "method_definition"}
+)
+JS_NAMED_SCOPES = {
+    "arrow_function": ASSIGNED,
+    "function_expression": ASSIGNED,
+    "generator_function": ASSIGNED,
+    "class": ASSIGNED,
+}
+
+JAVASCRIPT = LanguageSpec(
+    name="javascript",
+    grammar_module="tree_sitter_javascript",
+    grammar_package="tree-sitter-javascript",
+    scope_types=JS_SCOPES,
+    named_scope_types=JS_NAMED_SCOPES,
+    indent="  ",
+    vscode_ids=("javascriptreact",),
+    aliases=("js", "jsx"),
+    filetypes=("javascript", "javascriptreact"),
+    extensions=("js", "jsx", "mjs", "cjs"),
+)

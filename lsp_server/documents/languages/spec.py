@@ -1,0 +1,189 @@
+"""``LanguageSpec``: one grammar and what a scope, a block and an indent are in it.
+
+A spec is plain data plus a loader; nothing is imported or loaded until a
+document of that language is opened (``LanguageSpec.language`` calls the
+loader once). The facts it holds:
+
+* **Scopes** (``scope_types``): the definitions whose text the cache key
+  fingerprints - functions, methods, classes, impl/trait blocks, namespaces,
+  modules. ``named_scope_types`` adds node types that are scopes only under
+  a given parent: a JavaScript arrow function is a scope when it is assigned
+  to a name (``const f = () => ...``), not when it is a callback.
+  ``bodied_types`` are scopes only when they have a ``body`` (a C++ ``struct
+  S { ... }``, not the ``struct S`` of a parameter type).
+* **Blocks**: ``block_tokens`` are the tokens whose place at the end of a
+  line opens a block (``:`` in Python, ``{`` in C-likes, ``do``/``then``);
+  ``block_types`` the statements they must belong to (empty: any);
+  ``opening_pattern`` the header lines that open a block without a token
+  (Ruby's ``def name``, Lua's ``function f(x)``).
+* **Ends**: ``closers`` are the tokens that end a block (``}``, ``end``); a
+  scope that ends with one at the cursor is closed. ``dedent_after`` is the
+  statement after which the next line steps out (Python's ``return``).
+* **Indentation**: ``indent_after`` (line endings after which the next line
+  is indented one step), ``indent`` (the step when the document does not
+  show one; see ``lsp_server.documents.languages.indentation``).
+* **Names**: the canonical LSP ``languageId`` (``name``, VS Code's), VS
+  Code's other ids (``vscode_ids``), other ids (``aliases``), Neovim
+  ``filetypes``, file ``extensions`` and the
+  ``line_comment`` token.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from tree_sitter import Language, Node, Parser
+
+logger = logging.getLogger(__name__)
+
+
+class GrammarMissingError(ImportError):
+    """The grammar's package is not installed (an optional extra)."""
+
+
+@dataclass(frozen=True, eq=False)
+class LanguageSpec:
+    """One grammar and the facts about it the syntax context needs."""
+
+    #: the canonical LSP languageId, also the ``language`` of contexts and keys
+    name: str
+    #: the importable grammar module and its function returning the ``TSLanguage``
+    grammar_module: str
+    scope_types: frozenset[str]
+    grammar_function: str = "language"
+    #: the distribution that ships the grammar, for the "not installed" message
+    grammar_package: str = ""
+    #: the scopecache extra that installs it (None: a core dependency)
+    extra: str | None = None
+    #: node type -> parent types under which it is a scope
+    named_scope_types: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    #: scope types that count only with a ``body`` field
+    bodied_types: frozenset[str] = frozenset()
+    #: statement node types whose header line opens an indented/braced block
+    block_types: frozenset[str] = frozenset()
+    #: tokens that open a block when they end a line (``:``, ``{``, ``do``)
+    block_tokens: tuple[str, ...] = ("{",)
+    #: first words of a block header, to judge an opener inside an ``ERROR`` node
+    block_keywords: frozenset[str] = frozenset()
+    #: header lines (stripped) that open a block without a token (Ruby ``def f``)
+    opening_pattern: str | None = None
+    #: tokens that end a block (``}``, ``end``)
+    closers: tuple[str, ...] = ("}",)
+    #: a stripped line matching this ends its block: the next line steps out
+    dedent_after: str | None = None
+    #: line endings after which the next line is indented one step
+    indent_after: tuple[str, ...] = ("{", "(", "[")
+    #: the indentation step when the document shows none
+    indent: str = "    "
+    #: scopes end where indentation drops (Python), not at a closing token
+    indent_scoped: bool = False
+    aliases: tuple[str, ...] = ()
+    #: VS Code languageIds besides ``name`` (``javascriptreact``)
+    vscode_ids: tuple[str, ...] = ()
+    #: Neovim filetypes (also accepted as languageIds: Neovim sends the filetype)
+    filetypes: tuple[str, ...] = ()
+    extensions: tuple[str, ...] = ()
+    line_comment: str = "//"
+    #: the root node type (always a scope)
+    root_type: str = "program"
+
+    def __repr__(self) -> str:
+        return f"LanguageSpec({self.name!r})"
+
+    @property
+    def language_ids(self) -> tuple[str, ...]:
+        """Every LSP languageId this spec answers to (name, aliases, filetypes)."""
+        ids = (self.name, *self.vscode_ids, *self.aliases, *self.filetypes)
+        return tuple(dict.fromkeys(ids))
+
+    @cached_property
+    def language(self) -> Language:
+        """The tree-sitter language, imported and loaded on first use.
+
+        Raises ``GrammarMissingError`` (naming the extra to install) when the
+        grammar's package is missing.
+        """
+        try:
+            module = importlib.import_module(self.grammar_module)
+        except ImportError as exc:
+            raise GrammarMissingError(self.missing_message()) from exc
+        return Language(getattr(module, self.grammar_function)())
+
+    def missing_message(self) -> str:
+        """What to install to get this grammar."""
+        package = self.grammar_package or self.grammar_module.replace("_", "-")
+        if self.extra:
+            return (
+                f"the {self.name} grammar ({package}) is not installed; "
+                f"install the '{self.extra}' extra: pip install 'scopecache[{self.extra}]'"
+            )
+        return f"the {self.name} grammar ({package}) is not installed: pip install {package}"
+
+    def new_parser(self) -> Parser:
+        """A parser for this language (parsers are not shared between documents)."""
+        return Parser(self.language)
+
+    # -- scopes ----------------------------------------------------------------
+
+    def is_scope(self, node: Node, parent: Node | None) -> bool:
+        """Whether ``node`` (whose parent is ``parent``) is a scope."""
+        kind = node.type
+        if kind in self.scope_types:
+            return kind not in self.bodied_types or node.child_by_field_name("body") is not None
+        parents = self.named_scope_types.get(kind)
+        return parents is not None and parent is not None and parent.type in parents
+
+    def scopes_on(self, path: Sequence[Node]) -> list[Node]:
+        """The scopes among ``path`` (a root-to-leaf path), outermost first."""
+        return [
+            node for i, node in enumerate(path) if self.is_scope(node, path[i - 1] if i else None)
+        ]
+
+    # -- lines -------------------------------------------------------------------
+
+    @cached_property
+    def _indent_after(self) -> re.Pattern[str]:
+        parts = [
+            (r"(?<![\w$])" if t[0].isalnum() else "") + re.escape(t) for t in self.indent_after
+        ]
+        return re.compile("(?:" + "|".join(parts) + r")$")
+
+    @cached_property
+    def _opening(self) -> re.Pattern[str] | None:
+        return re.compile(self.opening_pattern) if self.opening_pattern else None
+
+    @cached_property
+    def _dedent(self) -> re.Pattern[str] | None:
+        return re.compile(self.dedent_after) if self.dedent_after else None
+
+    @cached_property
+    def _closed(self) -> re.Pattern[str]:
+        words = [(r"(?<![\w$])" if t[0].isalnum() else "") + re.escape(t) for t in self.closers]
+        return re.compile("(?:" + "|".join(words) + r")$") if words else re.compile(r"(?!)")
+
+    def opens_block(self, body: str) -> bool:
+        """Whether a line (stripped) indents the next one: an opener ends it or heads it."""
+        if not body:
+            return False
+        if self.indent_after and self._indent_after.search(body):
+            return True
+        opening = self._opening
+        return opening is not None and bool(opening.search(body)) and not self._closed.search(body)
+
+    def ends_block(self, body: str) -> bool:
+        """Whether a line (stripped) is a statement after which the next line steps out."""
+        dedent = self._dedent
+        return dedent is not None and bool(dedent.match(body))
+
+    def header_opens(self, header: str) -> bool:
+        """Whether a header line opens a block by its words alone (no token)."""
+        opening = self._opening
+        body = header.strip()
+        return (
+            opening is not None and bool(opening.search(body)) and not self._closed.search(body)
+        )

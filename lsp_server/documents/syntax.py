@@ -1,0 +1,270 @@
+"""The syntax context at a cursor: what the cache key and the prompt are made of.
+
+``syntax_context(doc, position)`` reads only bounded windows of text and one
+root-to-leaf descent of the tree, so its cost does not grow with the file.
+
+Rules, chosen to stay stable while the user types incomplete code:
+
+* **Anchor**: the last non-whitespace byte before the cursor (looked for in
+  the prefix window). The *node* is the deepest named node containing the
+  anchor; the *parent* is the nearest named ancestor that is not an ``ERROR``
+  wrapper (``"none"`` at the root). With no anchor the node is the root.
+* **Scopes**: the anchor's ancestors whose type the language lists as scopes,
+  outermost first; the root is always the first. ``scope_depth`` counts the
+  scopes below the root (module level is 0).
+* **Closing tokens** (the other languages): a scope whose closing token
+  (``}``, ``end``) is the anchor is closed: the cursor after it is outside.
+* **Indentation** (languages with ``indent_scoped``, i.e. Python): when only
+  whitespace precedes the cursor on its line, a block or scope whose header
+  starts at or right of the cursor's column is closed: it becomes the node,
+  and neither it nor anything inside it is an enclosing scope. So a new line
+  at column 0 after a function is at module level, and the same line indented
+  stays in the function's body.
+* **Line context**: see ``lsp_server.documents.line_context``; what is typed on the
+  cursor's line never moves where it starts.
+* **Block opener**: see ``lsp_server.documents.block_opener``.
+* **Windows**: ``scope_prefix`` runs from the start of the enclosing scope to
+  the cursor (last ``scope_chars`` characters); ``suffix`` runs from the
+  cursor for ``suffix_lines``/``suffix_chars`` but never past the end of the
+  enclosing scope, so an edit outside the scope changes neither (while the
+  user types on one line, the end found first holds: see
+  ``lsp_server.documents.line_context.suffix_bound``); ``prefix`` may reach outside the
+  scope.
+* **Prompt**: ``prompt_prefix``/``prompt_suffix`` are what a miss sends
+  upstream (see ``lsp_server.documents.prompt_window``); no key is built from them.
+* Without a tree (no grammar, too large, binary) the context is text only:
+  depth 0, node and parent ``"text"``, and the scope is the prefix window.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+
+from lsprotocol.types import Position
+from tree_sitter import Node
+
+from lsp_server.documents.block_opener import block_opener, text_block_opener
+from lsp_server.documents.document import Document
+from lsp_server.documents.languages import LanguageSpec
+from lsp_server.documents.line_context import line_context, suffix_bound
+from lsp_server.documents.positions import TextBuffer
+from lsp_server.documents.prompt_window import prompt_window
+from lsp_server.documents.syntax_reads import ERROR_NODE, head_text, node_path, tail_text
+from lsp_server.settings import CompletionSettings, PromptWindowKind
+
+logger = logging.getLogger(__name__)
+
+#: lines before the cursor's line kept in ``preceding_lines``
+PRECEDING_LINES = 3
+NO_PARENT = "none"
+TEXT_NODE = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class SyntaxContext:
+    """Everything the cache key and the prompt need about one cursor position."""
+
+    language: str
+    line: int
+    character: int
+    offset: int
+    scope_chain: tuple[str, ...]
+    scope_depth: int
+    node_type: str
+    parent_type: str
+    scope_start_byte: int
+    scope_end_byte: int
+    scope_prefix: str
+    line_prefix: str
+    line_suffix: str
+    preceding_lines: tuple[str, ...]
+    #: scope-local text before the cursor's line: from the start of the scope
+    #: enclosing the line's start (so typing on the line never changes it) to
+    #: the line start, last ``scope_chars`` characters
+    line_context: str
+    prefix: str
+    suffix: str
+    at_line_start: bool
+    block_opener: bool
+    parsed: bool
+    #: the position was out of range (or inside a character) and was clamped
+    clamped: bool = False
+    #: what a miss sends upstream (``lsp_server.documents.prompt_window``); never part of a key
+    prompt_prefix: str = ""
+    prompt_suffix: str = ""
+
+
+def syntax_context(
+    doc: Document,
+    position: Position,
+    *,
+    prefix_chars: int = 4000,
+    prefix_lines: int = 120,
+    suffix_chars: int = 1000,
+    suffix_lines: int = 30,
+    scope_chars: int = 2000,
+    prompt: PromptWindowKind = "anchored",
+) -> SyntaxContext:
+    """The syntax context of ``doc`` at ``position`` (clamped; never raises on a bad one)."""
+    buf = doc.buffer
+    data = buf.data
+    where = doc.resolve(position)
+    off, line = where.offset, where.line
+    line_start, line_end = buf.line_start(line), buf.line_end(line)
+
+    line_prefix = tail_text(data, line_start, off, prefix_chars)
+    line_suffix = head_text(data, off, line_end, suffix_chars)
+    at_line_start = line_prefix.strip() == ""
+    preceding = tuple(
+        tail_text(data, buf.line_start(n), buf.line_end(n), prefix_chars)
+        for n in range(max(0, line - PRECEDING_LINES), line)
+    )
+    window_start = max(buf.line_start(max(0, line - prefix_lines)), off - 4 * prefix_chars)
+    prefix = tail_text(data, window_start, off, prefix_chars)
+    last_line = min(buf.line_count - 1, line + suffix_lines)
+    suffix_end = min(buf.line_end(last_line), off + 4 * suffix_chars)
+
+    tree, spec = doc.tree, doc.spec
+
+    def with_prompt(ctx: SyntaxContext) -> SyntaxContext:
+        prompt_prefix, prompt_suffix = prompt_window(
+            doc,
+            off,
+            line,
+            kind=prompt,
+            scope_suffix=ctx.suffix,
+            sliding_prefix=prefix,
+            prefix_chars=prefix_chars,
+            prefix_lines=prefix_lines,
+            suffix_chars=suffix_chars,
+        )
+        return replace(ctx, prompt_prefix=prompt_prefix, prompt_suffix=prompt_suffix)
+
+    stripped = data[window_start:off].rstrip()
+    anchor = window_start + len(stripped) - 1 if stripped else None
+    if tree is None or spec is None:
+        return with_prompt(SyntaxContext(
+            language=doc.language,
+            line=line,
+            character=where.character,
+            offset=off,
+            scope_chain=(),
+            scope_depth=0,
+            node_type=TEXT_NODE,
+            parent_type=TEXT_NODE,
+            scope_start_byte=window_start,
+            scope_end_byte=suffix_end,
+            scope_prefix=tail_text(data, window_start, off, scope_chars),
+            line_prefix=line_prefix,
+            line_suffix=line_suffix,
+            preceding_lines=preceding,
+            line_context=tail_text(
+                data, max(0, line_start - 4 * scope_chars), line_start, scope_chars
+            ),
+            prefix=prefix,
+            suffix=head_text(data, off, suffix_end, suffix_chars),
+            at_line_start=at_line_start,
+            block_opener=text_block_opener(
+                data, anchor, line_start, line_suffix, at_line_start, spec
+            ),
+            parsed=False,
+            clamped=where.clamped,
+        ))
+
+    path = node_path(tree, anchor) if anchor is not None else [tree.root_node]
+    opener = block_opener(tree, spec, buf, path, anchor, line_start, line_suffix, at_line_start)
+    closed: Node | None = None
+    if spec.indent_scoped:
+        if at_line_start and anchor is not None and anchor < line_start:
+            path, closed = _close_by_indent(buf, spec, path, off - line_start)
+            # the block the previous line opened is closed again at this indentation
+            opener = opener and closed is None
+    elif anchor is not None:
+        path, closed = _close_by_token(spec, path, anchor)
+    named = [n for n in path if n.is_named]
+    node = closed if closed is not None else named[-1]
+    parents = [n for n in named if n != node and n.type != ERROR_NODE]
+    scopes = spec.scopes_on(path[:-1] if closed else path)
+    root = tree.root_node
+    if not scopes or scopes[0] != root:
+        scopes.insert(0, root)
+    scope = scopes[-1]
+    scope_start = 0 if scope == root else scope.start_byte
+    scope_end = len(data) if scope == root else scope.end_byte
+    bound = suffix_bound(doc, spec, line_start, line_end, scope_end, 4 * scope_chars)
+    return with_prompt(SyntaxContext(
+        language=doc.language,
+        line=line,
+        character=where.character,
+        offset=off,
+        scope_chain=tuple(s.type for s in scopes),
+        scope_depth=len(scopes) - 1,
+        node_type=node.type,
+        parent_type=parents[-1].type if parents else NO_PARENT,
+        scope_start_byte=scope_start,
+        scope_end_byte=scope_end,
+        scope_prefix=tail_text(data, max(scope_start, off - 4 * scope_chars), off, scope_chars),
+        line_prefix=line_prefix,
+        line_suffix=line_suffix,
+        preceding_lines=preceding,
+        line_context=line_context(doc, tree, spec, line_start, scope_chars),
+        prefix=prefix,
+        suffix=head_text(data, off, min(suffix_end, max(off, bound)), suffix_chars),
+        at_line_start=at_line_start,
+        block_opener=opener,
+        parsed=True,
+        clamped=where.clamped,
+    ))
+
+
+def completion_context(
+    doc: Document, position: Position, windows: CompletionSettings
+) -> SyntaxContext:
+    """``syntax_context`` with the prompt and key windows of the completion settings."""
+    return syntax_context(
+        doc,
+        position,
+        prefix_chars=windows.prefix_chars,
+        prefix_lines=windows.prefix_lines,
+        suffix_chars=windows.suffix_chars,
+        suffix_lines=windows.suffix_lines,
+        scope_chars=windows.scope_chars,
+        prompt=windows.prompt_window,
+    )
+
+
+def _close_by_token(
+    spec: LanguageSpec, path: list[Node], anchor: int
+) -> tuple[list[Node], Node | None]:
+    """Cut ``path`` at the outermost scope whose closing token is the anchor.
+
+    The cursor is past a ``}`` or ``end`` that ends a function: it is outside
+    it. A closer tree-sitter only inserted (``MISSING``, while the user types
+    the body) does not close anything.
+    """
+    for i, node in enumerate(path[1:], start=1):
+        if node.end_byte != anchor + 1 or not spec.is_scope(node, path[i - 1]):
+            continue
+        last = node
+        while last.child_count:
+            child = last.child(last.child_count - 1)
+            if child is None:
+                break
+            last = child
+        if not last.is_missing and last.type in spec.closers:
+            return path[: i + 1], node
+    return path, None
+
+
+def _close_by_indent(
+    buf: TextBuffer, spec: LanguageSpec, path: list[Node], column: int
+) -> tuple[list[Node], Node | None]:
+    """Cut ``path`` at the outermost block whose header is not left of ``column``."""
+    for i, node in enumerate(path[1:], start=1):
+        if node.type not in spec.block_types and not spec.is_scope(node, path[i - 1]):
+            continue
+        start = node.start_byte
+        if start - buf.line_start(buf.line_of(start)) >= column:
+            return path[: i + 1], node
+    return path, None

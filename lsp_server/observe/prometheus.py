@@ -1,0 +1,237 @@
+"""Prometheus exposition of a server's metrics (the optional ``metrics`` extra).
+
+``exposition(stats, registry)`` renders the text format with prometheus-client
+from two reads: the ``scopecache/stats`` answer (counters, saturation, cache
+and transport state) and the ``MetricsRegistry`` (histograms). Each call
+builds a fresh ``CollectorRegistry``, so nothing is shared between servers
+or kept at module level. Names follow the Prometheus conventions: a
+``scopecache_`` prefix, base units (seconds, bytes), ``_total`` counters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from lsp_server.observe.metrics import Histogram, MetricsRegistry
+
+INSTALL_HINT = "prometheus-client is not installed: pip install 'scopecache[metrics]'"
+
+
+class MetricsUnavailableError(RuntimeError):
+    """prometheus-client is missing."""
+
+
+def _buckets(histogram: Histogram) -> list[tuple[str, float]]:
+    return [("+Inf" if b == float("inf") else repr(b), c) for b, c in histogram.cumulative()]
+
+
+def _families(stats: Mapping[str, Any], registry: MetricsRegistry) -> Iterator[Any]:
+    from prometheus_client.core import (
+        CounterMetricFamily,
+        GaugeMetricFamily,
+        HistogramMetricFamily,
+    )
+
+    requests = CounterMetricFamily(
+        "scopecache_requests", "Completion requests by method, source and outcome.",
+        labels=["method", "source", "outcome"],
+    )  # fmt: skip
+    for (method, source, outcome), count in sorted(registry.requests.items()):
+        requests.add_metric([method, source, outcome], count)
+    yield requests
+
+    duration = HistogramMetricFamily(
+        "scopecache_request_duration_seconds", "Latency of served requests by source.",
+        labels=["source"],
+    )  # fmt: skip
+    for source, histogram in sorted(registry.request_duration.items()):
+        duration.add_metric([source], _buckets(histogram), histogram.sum)
+    yield duration
+
+    for name, doc, histogram in (
+        ("scopecache_upstream_ttft_seconds", "Upstream time to first token.",
+         registry.upstream_ttft),
+        ("scopecache_upstream_duration_seconds", "Upstream request total time.",
+         registry.upstream_duration),
+        ("scopecache_keystroke_update_seconds", "Time to apply one didChange.",
+         registry.keystroke),
+    ):  # fmt: skip
+        yield HistogramMetricFamily(name, doc, buckets=_buckets(histogram), sum_value=histogram.sum)
+
+    upstream = CounterMetricFamily(
+        "scopecache_upstream_requests", "Upstream requests by status.", labels=["status"]
+    )
+    for status, count in sorted(registry.upstream_outcomes.items()):
+        upstream.add_metric([status], count)
+    yield upstream
+    reuse = CounterMetricFamily(
+        "scopecache_upstream_connection_use", "Upstream requests on a new or reused connection.",
+        labels=["connection"],
+    )  # fmt: skip
+    for kind, count in sorted(registry.upstream_connections.items()):
+        reuse.add_metric([kind], count)
+    yield reuse
+    yield CounterMetricFamily(
+        "scopecache_upstream_received_chars", "Characters of suggestion text received.",
+        value=registry.upstream_chars,
+    )  # fmt: skip
+
+    transport = stats.get("transport", {})
+    errors = CounterMetricFamily(
+        "scopecache_upstream_errors", "Transport errors by kind.", labels=["kind"]
+    )
+    for kind, count in sorted(transport.get("errorsByKind", {}).items()):
+        errors.add_metric([kind], count)
+    yield errors
+    for name, doc, value in (
+        ("scopecache_connections_opened", "Connections opened to the service.",
+         transport.get("connectionsOpened", 0)),
+        ("scopecache_dns_lookups", "DNS queries sent.", transport.get("dnsLookups", 0)),
+        ("scopecache_dns_fallbacks", "DNS answers from the system resolver fallback.",
+         transport.get("dnsFallbacks", 0)),
+        ("scopecache_streams_reset", "HTTP/2 streams reset by us.",
+         transport.get("streamsReset", 0)),
+        ("scopecache_connections_reused", "HTTP/1.1 requests sent on a kept-alive connection.",
+         transport.get("connectionsReused", 0)),
+        ("scopecache_connections_closed_by_cancel",
+         "HTTP/1.1 connections closed to cancel a stream.",
+         transport.get("connectionsClosedByCancel", 0)),
+        ("scopecache_connections_closed_by_server",
+         "HTTP/1.1 connections the service closed.",
+         transport.get("connectionsClosedByServer", 0)),
+        ("scopecache_connections_retired",
+         "HTTP/1.1 idle connections closed before the service's keep-alive timeout.",
+         transport.get("connectionsRetired", 0)),
+        ("scopecache_connect_waits", "HTTP/1.1 requests that waited for a connect.",
+         transport.get("connectWaits", 0)),
+        ("scopecache_stale_rejections", "Suggestions withheld because the buffer moved.",
+         stats.get("rejectedStale", 0)),
+        ("scopecache_accepted", "Suggestions the user accepted.", stats.get("accepted", 0)),
+    ):  # fmt: skip
+        yield CounterMetricFamily(name, doc, value=value)
+
+    tokens = CounterMetricFamily(
+        "scopecache_upstream_tokens",
+        "Tokens the service reported: prompt read, evaluated, reused from its KV cache, generated.",
+        labels=["kind"],
+    )
+    for kind in ("prompt", "evaluated", "cached", "generated"):
+        tokens.add_metric([kind], stats.get("tokens", {}).get(kind, 0))
+    yield tokens
+
+    circuit = GaugeMetricFamily(
+        "scopecache_circuit_state", "1 for the breaker's current state.", labels=["state"]
+    )
+    for state in ("closed", "open", "half_open"):
+        current = str(transport.get("circuit", "closed")).replace("-", "_")
+        circuit.add_metric([state], 1.0 if current == state else 0.0)
+    yield circuit
+
+    protocol = GaugeMetricFamily(
+        "scopecache_protocol", "1 for the HTTP version the connections speak.",
+        labels=["protocol"],
+    )  # fmt: skip
+    for spoken in ("http/1.1", "h2", "h2c"):
+        protocol.add_metric([spoken], 1.0 if transport.get("protocol") == spoken else 0.0)
+    yield protocol
+    yield GaugeMetricFamily(
+        "scopecache_connections_ready", "HTTP/1.1 idle connections ready for a request.",
+        value=transport.get("connectionsReady", 0),
+    )  # fmt: skip
+
+    pool = stats.get("pool", {})
+    connections = GaugeMetricFamily(
+        "scopecache_pool_connections", "Pool connections by state.", labels=["state"]
+    )
+    connections.add_metric(["in_use"], pool.get("inUse", 0))
+    connections.add_metric(["idle"], pool.get("idle", 0))
+    yield connections
+    yield GaugeMetricFamily(
+        "scopecache_pool_max_connections", "transport.maxConnections.", value=pool.get("max", 0)
+    )
+    yield GaugeMetricFamily(
+        "scopecache_inflight_upstream_requests", "Upstream streams running now.",
+        value=stats.get("inflight", 0),
+    )  # fmt: skip
+    yield from _cache_families(stats.get("cache", {}), stats.get("l2"))
+
+
+def _cache_families(cache: Mapping[str, Any], l2: Mapping[str, Any] | None) -> Iterator[Any]:
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    policy = str(cache.get("policy", ""))
+    yield GaugeMetricFamily(
+        "scopecache_cache_entries", "L1 entries.", value=cache.get("size", 0)
+    )
+    yield GaugeMetricFamily(
+        "scopecache_cache_capacity", "L1 capacity (entries).", value=cache.get("capacity", 0)
+    )
+    evictions = CounterMetricFamily(
+        "scopecache_cache_evictions", "L1 evictions by policy region.", labels=["region"]
+    )
+    regions = cache.get("evictionsByRegion")
+    if isinstance(regions, Mapping):
+        for region, count in sorted(regions.items()):
+            evictions.add_metric([str(region)], count)
+    else:
+        evictions.add_metric([policy or "all"], cache.get("evictions", 0))
+    yield evictions
+    arc = GaugeMetricFamily(
+        "scopecache_cache_region_entries", "ARC lists: T1/T2 entries, B1/B2 ghosts.",
+        labels=["region"],
+    )  # fmt: skip
+    for region in ("t1", "t2", "b1", "b2"):
+        if region in cache:
+            arc.add_metric([region], cache[region])
+    if isinstance(cache.get("regions"), Mapping):
+        for region, size in sorted(cache["regions"].items()):
+            if isinstance(size, int | float):
+                arc.add_metric([str(region)], size)
+    yield arc
+    ghosts = CounterMetricFamily(
+        "scopecache_cache_ghost_hits", "ARC ghost-list hits.", labels=["list"]
+    )
+    for name, key in (("b1", "ghostHitsB1"), ("b2", "ghostHitsB2")):
+        if key in cache:
+            ghosts.add_metric([name], cache[key])
+    yield ghosts
+    for name, key, doc in (
+        ("scopecache_cache_arc_p", "p", "ARC's adaptive target size for T1."),
+        ("scopecache_cache_hybrid_alpha", "alpha", "Hybrid policy's context weight."),
+    ):
+        if isinstance(cache.get(key), int | float):
+            yield GaugeMetricFamily(name, doc, value=cache[key])
+    for name, key, doc in (
+        ("scopecache_cache_hits", "exactHits", "L1 exact hits."),
+        ("scopecache_cache_typed_hits", "typedHits", "L1 typed-through hits."),
+        ("scopecache_cache_misses", "misses", "L1 misses."),
+    ):
+        yield CounterMetricFamily(name, doc, value=cache.get(key, 0))
+    if l2 is not None:
+        yield GaugeMetricFamily("scopecache_l2_entries", "L2 entries.", value=l2.get("size", 0))
+        yield GaugeMetricFamily(
+            "scopecache_l2_up", "1 while the L2 store answers.",
+            value=1.0 if l2.get("state") == "up" else 0.0,
+        )  # fmt: skip
+
+
+class _SnapshotCollector:
+    def __init__(self, stats: Mapping[str, Any], registry: MetricsRegistry) -> None:
+        self._stats = stats
+        self._registry = registry
+
+    def collect(self) -> Iterator[Any]:
+        return _families(self._stats, self._registry)
+
+
+def exposition(stats: Mapping[str, Any], registry: MetricsRegistry) -> tuple[bytes, str]:
+    """The Prometheus text format and its content type; raises ``MetricsUnavailableError``."""
+    try:
+        from prometheus_client import CollectorRegistry, generate_latest
+        from prometheus_client.exposition import CONTENT_TYPE_LATEST
+    except ImportError as exc:
+        raise MetricsUnavailableError(INSTALL_HINT) from exc
+    collectors = CollectorRegistry(auto_describe=False)
+    collectors.register(_SnapshotCollector(stats, registry))
+    return generate_latest(collectors), str(CONTENT_TYPE_LATEST)

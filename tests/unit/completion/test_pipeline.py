@@ -1,0 +1,142 @@
+"""The completion pipeline in process, with the fake backend at the transport seam."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from lsprotocol import types
+
+from cache.l2.memory import MemoryHub, MemoryStore
+from cache.policies import make_policy
+from cache.store import CompletionStore
+from lsp_server.completion.inflight import InflightRegistry
+from lsp_server.completion.notify import UserNotifier
+from lsp_server.completion.pipeline import CompletionPipeline
+from lsp_server.completion.throttle import MissThrottle
+from lsp_server.documents.store import DocumentStore
+from lsp_server.documents.syntax import SyntaxContext, syntax_context
+from lsp_server.observe.stats import ServerStats
+from lsp_server.settings import CompletionSettings
+from tests.support.conditions import until
+from transport.backend import CompletionBackend, CompletionRequest, StaticBackend
+from transport.errors import StreamResetError
+
+URI = "file:///p/app.py"
+TEXT = "def greet(name):\n    message = "
+
+
+class FailingBackend(CompletionBackend):
+    """Streams a few characters, then the connection breaks."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
+        self.calls += 1
+        yield '"Hel'
+        raise StreamResetError("connection reset mid-stream")
+
+
+def pipeline(backend: CompletionBackend) -> tuple[CompletionPipeline, list[str]]:
+    shown: list[str] = []
+    notifier = UserNotifier(lambda params: shown.append(params.message))
+    return (
+        CompletionPipeline(
+            store=CompletionStore(make_policy("hybrid", 64)),
+            backend=backend,
+            stats=ServerStats(),
+            throttle=MissThrottle(min_delay=0.0, max_delay=0.0),
+            inflight=InflightRegistry(),
+            notifier=notifier,
+            completion=CompletionSettings(),
+        ),
+        shown,
+    )
+
+
+def context(text: str, line: int, character: int) -> SyntaxContext:
+    doc = DocumentStore().open(URI, "python", 1, text)
+    return syntax_context(doc, types.Position(line=line, character=character))
+
+
+async def test_a_miss_goes_upstream_once_then_exact_then_typed_through() -> None:
+    backend = StaticBackend('"Hello, " + name')
+    pipe, _ = pipeline(backend)
+    first = await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: True)
+    assert first is not None and (first.text, first.source) == ('"Hello, " + name', "upstream")
+    again = await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: True)
+    assert again is not None and again.source == "exact"
+    typed = await pipe.complete(URI, context(TEXT + '"He', 1, 17), still_current=lambda: True)
+    assert typed is not None and (typed.text, typed.source) == ('llo, " + name', "typed")
+    assert len(backend.calls) == 1
+    assert pipe.stats.upstream_requests == 1 and pipe.stats.requests == 3
+
+
+async def test_an_answer_for_a_buffer_that_moved_on_is_not_shown() -> None:
+    pipe, _ = pipeline(StaticBackend("x"))
+    answer = await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: False)
+    assert answer is None
+    assert pipe.stats.rejected_stale == 1
+
+
+async def test_a_broken_stream_is_never_cached_and_told_once() -> None:
+    backend = FailingBackend()
+    pipe, shown = pipeline(backend)
+    for _ in range(3):
+        assert await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: True) is None
+    assert backend.calls == 3  # nothing was stored: every request asked again
+    assert len(pipe.store) == 0
+    assert pipe.stats.upstream_errors == 3
+    assert len(shown) == 1 and "completion service failed" in shown[0]
+
+
+async def test_without_a_backend_misses_are_empty_answers() -> None:
+    pipe, _ = pipeline(StaticBackend("x"))
+    pipe.backend = None
+    assert await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: True) is None
+    assert pipe.stats.empty == 1
+
+
+NEXT_LINE = 'def greet(name):\n    message = "Hello"\n    '
+PREDICTED = (1, '    message = "Hello"')
+
+
+def sharing(backend: CompletionBackend, hub: MemoryHub) -> CompletionPipeline:
+    pipe, _ = pipeline(backend)
+    pipe.l2 = MemoryStore("ns", hub=hub)
+    return pipe
+
+
+async def shared(hub: MemoryHub) -> bool:
+    return bool(hub.rows)
+
+
+async def test_a_prefetch_another_window_already_made_is_taken_from_l2() -> None:
+    hub = MemoryHub()
+    first = sharing(StaticBackend("return message"), hub)
+    assert first.prefetch(URI, context(NEXT_LINE, 2, 4), predicted=PREDICTED)
+    await until(lambda: shared(hub), "the first window's prefetch to reach L2")
+    second_backend = StaticBackend("never asked")
+    second = sharing(second_backend, hub)
+    assert second.prefetch(URI, context(NEXT_LINE, 2, 4), predicted=PREDICTED)
+
+    async def prefetched() -> bool:
+        return not second.speculating(URI)
+
+    await until(prefetched, "the second window's prefetch to finish")
+    assert second_backend.calls == [] and second.stats.upstream_requests == 0
+    assert second.stats.speculative_l2_prefetches == 1
+    served = await second.complete(URI, context(NEXT_LINE, 2, 4), still_current=lambda: True)
+    assert served is not None and (served.text, served.source) == ("return message", "speculative")
+    assert second.stats.speculative_l2_served == 1
+
+
+async def test_nothing_to_suggest_is_shared_so_other_windows_do_not_ask_again() -> None:
+    hub = MemoryHub()
+    first = sharing(StaticBackend(""), hub)
+    assert await first.complete(URI, context(TEXT, 1, 14), still_current=lambda: True) is None
+    await until(lambda: shared(hub), "the empty answer to reach L2")
+    second_backend = StaticBackend("never asked")
+    second = sharing(second_backend, hub)
+    assert await second.complete(URI, context(TEXT, 1, 14), still_current=lambda: True) is None
+    assert second_backend.calls == [] and second.stats.empty == 1

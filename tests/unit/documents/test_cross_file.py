@@ -1,0 +1,191 @@
+from __future__ import annotations
+
+import pytest
+from lsprotocol.types import Position, Range, TextDocumentContentChangePartial
+
+from lsp_server.documents.cross_file import CHUNK_LINES, CrossFileContext
+from lsp_server.documents.document import Document
+from lsp_server.documents.store import DocumentStore
+from lsp_server.settings import Settings
+from transport.backend import ContextChunk
+
+ROOT = "file:///work/shop"
+MAIN = f"{ROOT}/app/main.py"
+SHAPES = f"{ROOT}/app/shapes.py"
+NOTES = f"{ROOT}/docs/notes.py"
+
+SHAPES_TEXT = '''import math
+
+
+def area(r):
+    """Area of a circle."""
+    return math.pi * r * r
+
+
+def perimeter(r):
+    return 2 * math.pi * r
+
+
+class Square:
+    def __init__(self, side):
+        self.side = side
+'''
+
+MAIN_TEXT = """from app.shapes import area, Square
+from .helpers import nothing_open
+
+
+def report(r):
+    print(area(r))
+"""
+
+NOTES_TEXT = "".join(f"note_{n} = {n}\n" for n in range(200))
+
+
+@pytest.fixture
+def store() -> DocumentStore:
+    return DocumentStore()
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings()
+
+
+@pytest.fixture
+def context(store: DocumentStore, settings: Settings) -> CrossFileContext:
+    return CrossFileContext(store, lambda: settings, root=lambda: ROOT)
+
+
+def open_doc(store: DocumentStore, context: CrossFileContext, uri: str, text: str) -> Document:
+    doc = store.open(uri, "python", 1, text)
+    context.note_open(uri)
+    return doc
+
+
+def edit(
+    store: DocumentStore, context: CrossFileContext, doc: Document, line: int, text: str
+) -> None:
+    pos = Position(line=line, character=0)
+    store.change(
+        doc.uri,
+        doc.version + 1,
+        [TextDocumentContentChangePartial(range=Range(start=pos, end=pos), text=text)],
+    )
+    context.note_edit(doc.uri, line)
+
+
+def test_definitions_of_imported_names_come_from_the_open_file_that_defines_them(
+    store: DocumentStore, context: CrossFileContext
+) -> None:
+    open_doc(store, context, SHAPES, SHAPES_TEXT)
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    chunks = context.chunks_for(main)
+    texts = [c.text for c in chunks]
+    assert any(t.startswith("def area(r):") for t in texts)
+    assert any(t.startswith("class Square:") for t in texts)
+    assert not any(t.startswith("def perimeter") for t in texts)  # not imported
+    assert all(c.filename == "app/shapes.py" for c in chunks)
+
+
+def test_other_documents_send_the_block_around_their_last_edit(
+    store: DocumentStore, context: CrossFileContext
+) -> None:
+    notes = open_doc(store, context, NOTES, NOTES_TEXT)
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    (first,) = context.chunks_for(main)
+    assert first.text.startswith("note_0 = 0\n")
+    edit(store, context, notes, 100, "edited = True\n")
+    (region,) = context.chunks_for(main)
+    block = 100 // CHUNK_LINES * CHUNK_LINES
+    assert region.text.startswith(f"note_{block} = {block}\n")
+    assert "edited = True\n" in region.text
+    assert region.filename == "docs/notes.py"
+
+
+def test_chunks_are_byte_identical_while_typing_in_the_current_document(
+    store: DocumentStore, context: CrossFileContext
+) -> None:
+    open_doc(store, context, SHAPES, SHAPES_TEXT)
+    open_doc(store, context, NOTES, NOTES_TEXT)
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    before = context.chunks_for(main)
+    for n in range(40):
+        edit(store, context, main, 6, f"    x{n} = {n}\n")
+        assert context.chunks_for(main) == before
+
+
+def test_a_changed_chunk_moves_to_the_end_and_the_others_keep_their_places(
+    store: DocumentStore, context: CrossFileContext
+) -> None:
+    shapes = open_doc(store, context, SHAPES, SHAPES_TEXT)
+    open_doc(store, context, NOTES, NOTES_TEXT)
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    before = context.chunks_for(main)
+    # the definition of area changes; Square and the notes stay put
+    edit(store, context, shapes, 5, "    # circles only\n")
+    after = context.chunks_for(main)
+    changed = [c for c in after if c not in before]
+    assert changed and after[-len(changed) :] == tuple(changed)
+    kept = [c for c in before if c in after]
+    assert after[: len(kept)] == tuple(kept)
+
+
+def test_the_chunks_never_exceed_the_budget(
+    store: DocumentStore, context: CrossFileContext, settings: Settings
+) -> None:
+    settings.context.max_chars = 500
+    for n in range(10):
+        open_doc(store, context, f"{ROOT}/lib/m{n}.py", NOTES_TEXT)
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    chunks = context.chunks_for(main)
+    assert chunks
+    assert sum(len(c.text) + len(c.filename) + 1 for c in chunks) <= 500
+
+
+def test_excluded_files_and_credentials_never_leave(
+    store: DocumentStore, context: CrossFileContext
+) -> None:
+    open_doc(store, context, f"{ROOT}/.env", "DEBUG=1\n")
+    open_doc(store, context, f"{ROOT}/secrets/prod.py", "HOST = 'db'\n")
+    open_doc(store, context, f"{ROOT}/app/config.py", 'API_KEY = "sk-abcdefghijklmnopqrstuvwx"\n')
+    open_doc(store, context, f"{ROOT}/app/keys.py", "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n")
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    assert context.chunks_for(main) == ()
+
+
+def test_the_document_being_completed_is_never_its_own_context(
+    store: DocumentStore, context: CrossFileContext
+) -> None:
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    assert context.chunks_for(main) == ()
+
+
+def test_cross_file_context_can_be_switched_off(
+    store: DocumentStore, context: CrossFileContext, settings: Settings
+) -> None:
+    open_doc(store, context, SHAPES, SHAPES_TEXT)
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    settings.context.cross_file = False
+    assert context.chunks_for(main) == ()
+
+
+def test_a_closed_document_is_no_longer_sent(
+    store: DocumentStore, context: CrossFileContext
+) -> None:
+    open_doc(store, context, SHAPES, SHAPES_TEXT)
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    assert context.chunks_for(main)
+    store.close(SHAPES)
+    context.forget(SHAPES)
+    assert context.chunks_for(main) == ()
+
+
+def test_relative_imports_resolve_beside_the_importer(
+    store: DocumentStore, context: CrossFileContext
+) -> None:
+    open_doc(store, context, f"{ROOT}/app/helpers.py", "def nothing_open():\n    return None\n")
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    assert ContextChunk("app/helpers.py", "def nothing_open():\n    return None\n") in (
+        context.chunks_for(main)
+    )
