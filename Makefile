@@ -22,10 +22,11 @@ demo: setup
 	$(BIN)/scopecache demo
 
 lint: setup
-	$(BIN)/ruff check lsp_server cache transport tests examples $(VSCODE)/scripts editors/neovim/scripts
+	$(BIN)/ruff check lsp_server cache transport tests examples scripts $(VSCODE)/scripts editors/neovim/scripts
 	$(BIN)/python $(VSCODE)/scripts/settings_schema.py --check
 	$(BIN)/python $(VSCODE)/scripts/editor_languages.py --check
 	$(BIN)/python editors/neovim/scripts/helptags.py --check
+	$(BIN)/python scripts/check_layers.py
 
 typecheck: setup
 	$(BIN)/mypy
