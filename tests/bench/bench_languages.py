@@ -304,7 +304,7 @@ def hit_ratio_rows(language: str, quick: bool) -> list[dict[str, object]]:
 def run(quick: bool = False) -> list[dict[str, object]]:
     """Keystroke and hit-ratio rows for every core language."""
     sizes = (500, 2_000) if quick else (5_000, 20_000)
-    repeats = 3 if quick else 9
+    repeats = 3 if quick else 31
     rows: list[dict[str, object]] = []
     for language in CORE_LANGUAGES:
         if language not in UNITS:
