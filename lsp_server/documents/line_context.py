@@ -34,7 +34,7 @@ from tree_sitter import Node, Tree
 
 from lsp_server.documents.document import Document
 from lsp_server.documents.languages import LanguageSpec
-from lsp_server.documents.syntax_reads import ERROR_NODE, node_path, tail_text
+from lsp_server.documents.syntax_reads import ERROR_NODE, last_content_byte, node_path, tail_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +60,10 @@ def line_context(
     """Scope-local text before the line, from the scope enclosing the line's start."""
     data = doc.buffer.data
     window = max(0, line_start - 4 * scope_chars)
-    head = data[window:line_start].rstrip()
+    head = last_content_byte(data, window, line_start)
     scope_start = 0
-    if head:
-        path = node_path(tree, window + len(head) - 1)
+    if head is not None:
+        path = node_path(tree, head)
         memo = _line_scopes.get(doc)
         same_text = (
             memo is not None

@@ -105,7 +105,8 @@ class TextBuffer:
             return len(self.data)
         end = self.line_start(line + 1)
         start = self.line_start(line)
-        if end - 2 >= start and self.data[end - 2 : end] == b"\r\n":
+        data = self.data
+        if end - 2 >= start and data[end - 1] == 0x0A and data[end - 2] == 0x0D:
             return end - 2
         return end - 1
 

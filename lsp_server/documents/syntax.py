@@ -39,7 +39,7 @@ Rules, chosen to stay stable while the user types incomplete code:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from lsprotocol.types import Position
 from tree_sitter import Node
@@ -50,7 +50,13 @@ from lsp_server.documents.languages import LanguageSpec
 from lsp_server.documents.line_context import line_context, suffix_bound
 from lsp_server.documents.positions import TextBuffer
 from lsp_server.documents.prompt_window import prompt_window
-from lsp_server.documents.syntax_reads import ERROR_NODE, head_text, node_path, tail_text
+from lsp_server.documents.syntax_reads import (
+    ERROR_NODE,
+    head_text,
+    last_content_byte,
+    node_path,
+    tail_text,
+)
 from lsp_server.settings import CompletionSettings, PromptWindowKind
 
 logger = logging.getLogger(__name__)
@@ -127,24 +133,24 @@ def syntax_context(
 
     tree, spec = doc.tree, doc.spec
 
-    def with_prompt(ctx: SyntaxContext) -> SyntaxContext:
-        prompt_prefix, prompt_suffix = prompt_window(
+    def prompt_of(suffix: str) -> tuple[str, str]:
+        return prompt_window(
             doc,
             off,
             line,
             kind=prompt,
-            scope_suffix=ctx.suffix,
+            scope_suffix=suffix,
             sliding_prefix=prefix,
             prefix_chars=prefix_chars,
             prefix_lines=prefix_lines,
             suffix_chars=suffix_chars,
         )
-        return replace(ctx, prompt_prefix=prompt_prefix, prompt_suffix=prompt_suffix)
 
-    stripped = data[window_start:off].rstrip()
-    anchor = window_start + len(stripped) - 1 if stripped else None
+    anchor = last_content_byte(data, window_start, off)
     if tree is None or spec is None:
-        return with_prompt(SyntaxContext(
+        suffix = head_text(data, off, suffix_end, suffix_chars)
+        prompt_prefix, prompt_suffix = prompt_of(suffix)
+        return SyntaxContext(
             language=doc.language,
             line=line,
             character=where.character,
@@ -163,14 +169,16 @@ def syntax_context(
                 data, max(0, line_start - 4 * scope_chars), line_start, scope_chars
             ),
             prefix=prefix,
-            suffix=head_text(data, off, suffix_end, suffix_chars),
+            suffix=suffix,
             at_line_start=at_line_start,
             block_opener=text_block_opener(
                 data, anchor, line_start, line_suffix, at_line_start, spec
             ),
             parsed=False,
             clamped=where.clamped,
-        ))
+            prompt_prefix=prompt_prefix,
+            prompt_suffix=prompt_suffix,
+        )
 
     path = node_path(tree, anchor) if anchor is not None else [tree.root_node]
     opener = block_opener(tree, spec, buf, path, anchor, line_start, line_suffix, at_line_start)
@@ -184,7 +192,11 @@ def syntax_context(
         path, closed = _close_by_token(spec, path, anchor)
     named = [n for n in path if n.is_named]
     node = closed if closed is not None else named[-1]
-    parents = [n for n in named if n != node and n.type != ERROR_NODE]
+    parent_type = NO_PARENT
+    for n in reversed(named):
+        if n != node and (kind := n.type) != ERROR_NODE:
+            parent_type = kind
+            break
     scopes = spec.scopes_on(path[:-1] if closed else path)
     root = tree.root_node
     if not scopes or scopes[0] != root:
@@ -193,7 +205,9 @@ def syntax_context(
     scope_start = 0 if scope == root else scope.start_byte
     scope_end = len(data) if scope == root else scope.end_byte
     bound = suffix_bound(doc, spec, line_start, line_end, scope_end, 4 * scope_chars)
-    return with_prompt(SyntaxContext(
+    suffix = head_text(data, off, min(suffix_end, max(off, bound)), suffix_chars)
+    prompt_prefix, prompt_suffix = prompt_of(suffix)
+    return SyntaxContext(
         language=doc.language,
         line=line,
         character=where.character,
@@ -201,7 +215,7 @@ def syntax_context(
         scope_chain=tuple(s.type for s in scopes),
         scope_depth=len(scopes) - 1,
         node_type=node.type,
-        parent_type=parents[-1].type if parents else NO_PARENT,
+        parent_type=parent_type,
         scope_start_byte=scope_start,
         scope_end_byte=scope_end,
         scope_prefix=tail_text(data, max(scope_start, off - 4 * scope_chars), off, scope_chars),
@@ -210,12 +224,14 @@ def syntax_context(
         preceding_lines=preceding,
         line_context=line_context(doc, tree, spec, line_start, scope_chars),
         prefix=prefix,
-        suffix=head_text(data, off, min(suffix_end, max(off, bound)), suffix_chars),
+        suffix=suffix,
         at_line_start=at_line_start,
         block_opener=opener,
         parsed=True,
         clamped=where.clamped,
-    ))
+        prompt_prefix=prompt_prefix,
+        prompt_suffix=prompt_suffix,
+    )
 
 
 def completion_context(

@@ -1,7 +1,8 @@
 """Bounded reads the syntax context is built from: text windows and one tree path.
 
-A window reads at most four bytes per character it returns, so its cost does
-not grow with the file; ``node_path`` is one root-to-leaf descent.
+A window reads at most four bytes per character it returns (and decodes
+only one per character where those are ASCII), so its cost does not grow
+with the file; ``node_path`` is one root-to-leaf descent.
 """
 
 from __future__ import annotations
@@ -26,10 +27,37 @@ def node_path(tree: Tree, byte: int) -> list[Node]:
     return path
 
 
+#: bytes looked at first by ``last_content_byte``: the anchor is nearly always close
+_NEAR = 64
+
+
+def last_content_byte(data: bytearray, start: int, end: int) -> int | None:
+    """Offset of the last non-whitespace byte of ``data[start:end]`` (None if all blank).
+
+    Whitespace is what ``bytes.rstrip`` strips. Looks back from ``end`` in
+    growing steps, so a cursor right after code reads a few bytes, not the
+    whole window.
+    """
+    step = _NEAR
+    while end > start:
+        lo = max(start, end - step)
+        stripped = data[lo:end].rstrip()
+        if stripped:
+            return lo + len(stripped) - 1
+        end, step = lo, step * 8
+    return None
+
+
 def tail_text(data: bytearray, start: int, end: int, chars: int) -> str:
     """The last ``chars`` characters of ``data[start:end]``, reading at most 4*chars bytes."""
     if end <= start or chars <= 0:
         return ""
+    if end - start > chars:
+        # the last ``chars`` bytes, when ASCII, are the last ``chars`` characters
+        # whatever precedes them: decode only those
+        last = data[end - chars : end]
+        if last.isascii():
+            return last.decode("ascii")
     lo = max(start, end - 4 * chars)
     if lo > start:
         lo = _next_char(data, lo)
@@ -40,6 +68,11 @@ def head_text(data: bytearray, start: int, end: int, chars: int) -> str:
     """The first ``chars`` characters of ``data[start:end]``, reading at most 4*chars bytes."""
     if end <= start or chars <= 0:
         return ""
+    if end - start > chars:
+        # the first ``chars`` bytes, when ASCII, are the first ``chars`` characters
+        first = data[start : start + chars]
+        if first.isascii():
+            return first.decode("ascii")
     hi = min(end, start + 4 * chars)
     if hi < end:
         hi = char_start(data, hi)

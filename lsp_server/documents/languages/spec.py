@@ -139,10 +139,25 @@ class LanguageSpec:
         return parents is not None and parent is not None and parent.type in parents
 
     def scopes_on(self, path: Sequence[Node]) -> list[Node]:
-        """The scopes among ``path`` (a root-to-leaf path), outermost first."""
-        return [
-            node for i, node in enumerate(path) if self.is_scope(node, path[i - 1] if i else None)
-        ]
+        """The scopes among ``path`` (a root-to-leaf path), outermost first.
+
+        The same test as ``is_scope``, with each node's type read once (this
+        runs twice per keystroke).
+        """
+        scope_types, bodied, named = self.scope_types, self.bodied_types, self.named_scope_types
+        scopes: list[Node] = []
+        parent_type: str | None = None
+        for node in path:
+            kind = node.type
+            if kind in scope_types:
+                if kind not in bodied or node.child_by_field_name("body") is not None:
+                    scopes.append(node)
+            elif parent_type is not None:
+                parents = named.get(kind)
+                if parents is not None and parent_type in parents:
+                    scopes.append(node)
+            parent_type = kind
+        return scopes
 
     # -- lines -------------------------------------------------------------------
 
