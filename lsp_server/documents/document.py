@@ -195,7 +195,9 @@ class Document:
     def _apply_range(self, change: TextDocumentContentChangePartial) -> None:
         buf = self.buffer
         start = self.resolve(change.range.start).offset
-        end = self.resolve(change.range.end).offset
+        # typing sends an empty range: one position to resolve, not two
+        same = change.range.end == change.range.start
+        end = start if same else self.resolve(change.range.end).offset
         if end < start:
             start, end = end, start
         new = encode_text(change.text)
@@ -208,10 +210,15 @@ class Document:
             buf.replace(start, end, new)
             return
         start_point = buf.ts_point(start)
-        old_end_point = buf.ts_point(end)
+        old_end_point = start_point if end == start else buf.ts_point(end)
         buf.replace(start, end, new)
         new_end = start + len(new)
-        self.tree.edit(start, end, new_end, start_point, old_end_point, buf.ts_point(new_end))
+        if b"\n" in new:
+            new_end_point = buf.ts_point(new_end)
+        else:
+            # no row break inserted: the new end is on the start's row
+            new_end_point = (start_point[0], start_point[1] + len(new))
+        self.tree.edit(start, end, new_end, start_point, old_end_point, new_end_point)
 
     def _nul_present(self) -> bool:
         if self._recheck_nul:
