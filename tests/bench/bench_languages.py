@@ -13,7 +13,7 @@ against Belady's OPT on the same key stream, at small capacities where the
 policies differ.
 
 Run: ``.venv/bin/python -m tests.bench.bench_languages`` (``--quick`` for a
-smoke run).
+smoke run, ``--keystroke`` for the keystroke rows alone).
 """
 
 from __future__ import annotations
@@ -301,8 +301,8 @@ def hit_ratio_rows(language: str, quick: bool) -> list[dict[str, object]]:
     return rows
 
 
-def run(quick: bool = False) -> list[dict[str, object]]:
-    """Keystroke and hit-ratio rows for every core language."""
+def run(quick: bool = False, hit_ratio: bool = True) -> list[dict[str, object]]:
+    """Keystroke and (unless ``hit_ratio`` is False) hit-ratio rows for every core language."""
     sizes = (500, 2_000) if quick else (5_000, 20_000)
     repeats = 3 if quick else 31
     rows: list[dict[str, object]] = []
@@ -316,13 +316,14 @@ def run(quick: bool = False) -> list[dict[str, object]]:
                 text, f"file:///bench/large.{ext}", language, cursor, repeats, lines
             )[0]
             rows.append({**row, "name": f"{language} {row['name']}"})
-        rows.extend(hit_ratio_rows(language, quick))
+        if hit_ratio:
+            rows.extend(hit_ratio_rows(language, quick))
     return rows
 
 
 def main() -> None:
     """Print the rows as a table."""
-    for row in run(quick="--quick" in sys.argv):
+    for row in run(quick="--quick" in sys.argv, hit_ratio="--keystroke" not in sys.argv):
         print(
             f"{row['name']:72} {row['value']:>9} {row['baseline']:>9} {row['ratio']:>7}"
             f" {row['unit']}"
