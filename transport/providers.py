@@ -38,6 +38,7 @@ from transport.errors import ConfigurationError, UpstreamProtocolError
 from transport.options import EndpointOptions
 from transport.prompt import FIM_TEMPLATES, comment_block, fit_prompt, render_fim
 from transport.service_detect import ServiceProfile
+from transport.slots import SlotPlan
 
 logger = logging.getLogger(__name__)
 
@@ -335,6 +336,10 @@ class LlamaCppProvider(Provider):
         self.learned_limit = 0
         #: prompts the server read only part of
         self.prompts_cut = 0
+        #: which slot each document's requests go to (``completion.slotPinning``)
+        self.slot_plan = SlotPlan(
+            profile.slots if options.slot_pinning and profile is not None else 0
+        )
 
     def prompt_token_limit(self) -> int:
         """Tokens the prompt may have: ``maxPromptTokens``, and the slot's context less the answer.
@@ -410,6 +415,9 @@ class LlamaCppProvider(Provider):
             body["input_extra"] = [
                 {"filename": chunk.filename, "text": chunk.text} for chunk in request.extra
             ]
+        slot = self.slot_plan.slot_for(request.document, speculative=request.speculative)
+        if slot is not None:
+            body["id_slot"] = slot
         stop = self.stop(request)
         if stop:
             body["stop"] = stop
