@@ -21,6 +21,8 @@ Continue's token budget) and for the server's ``--cache-reuse`` off and at
 * TTFT (p50 of the upstream requests), as a ratio to today's;
 * ours again with cross-file context on (the other open file's chunks sent
   as ``input_extra``);
+* ours suffix-first: ``completion.fimOrder = "spm"`` with the ``codellama``
+  template, rendered client-side and sent to ``/completion``;
 * ours with speculative prefetch on (and the scope cache, which keeps what
   it fetches ahead), with ``completion.slotPinning`` on against off: each
   document on slot 0 and prefetches on slot 1, or the server's own choice.
@@ -79,6 +81,9 @@ WINDOWS = (
     ("lines", "llama.vscode-style window (256/64 lines)"),
     ("tokens", "Continue-style token budget"),
 )
+#: the suffix-first row: the prompt rendered client-side (the tiny model has
+#: CodeLlama's FIM tokens) and sent to /completion, suffix ahead of the prefix
+SUFFIX_FIRST = {"fimTemplate": "codellama", "fimOrder": "spm"}
 #: the speculation rows replay the trace at this multiple of the typist's pace
 SPECULATION_SPEED = 2.0
 RETURN_LINE = "checked = validate(value)"
@@ -185,11 +190,12 @@ def _settings(window: str, cross_file: bool, speculation: str = "") -> dict[str,
         "cache": {"policy": "hybrid" if speculation else "none", "l2": "none"},
         "speculative": {"enabled": bool(speculation)},
         "completion": {
-            "promptWindow": window,
+            "promptWindow": "anchored" if window == "anchored+spm" else window,
             "prefixChars": PREFIX_CHARS,
             "suffixChars": SUFFIX_CHARS,
             "maxTokens": MAX_TOKENS,
             "slotPinning": speculation == "pinned",
+            **(SUFFIX_FIRST if window == "anchored+spm" else {}),
         },
         "context": {"crossFile": cross_file, "maxChars": CONTEXT_CHARS},
     }
@@ -272,6 +278,9 @@ async def measure_all(quick: bool) -> Results:
             out[("anchored", cache_reuse, True)] = await _measure(
                 trace, workdir, "anchored", cache_reuse, True
             )
+            out[("anchored+spm", cache_reuse, False)] = await _measure(
+                trace, workdir, "anchored+spm", cache_reuse, False
+            )
             await measure_speculation(trace, workdir, cache_reuse, out)
     return out
 
@@ -294,7 +303,9 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             _row(f"evaluated share, today's sliding window ({flag}, {requests} requests)",
                  base["share"], 1.0, "evaluated/sent")
         )
-        for window, label in [*windows[1:], ("anchored+cross", "ours with cross-file context")]:
+        others = [("anchored+cross", "ours with cross-file context"),
+                  ("anchored+spm", "ours suffix-first (/completion, fimOrder spm)")]
+        for window, label in [*windows[1:], *others]:
             key = ("anchored", cache_reuse, True) if window == "anchored+cross" else (
                 window, cache_reuse, False)
             r = results[key]
