@@ -157,6 +157,9 @@ class CompletionSettings:
     list_alongside_inline: bool = False
     #: prompt token limit where the service does not tell one (llama.cpp's -b)
     max_prompt_tokens: int = 2048
+    #: llama.cpp with several slots: keep each document's requests on one
+    #: slot (``id_slot``) and send speculative prefetches to another
+    slot_pinning: bool = False
     #: Ollama's keep_alive: how long it keeps the model loaded ("" = its default)
     keep_alive: str = "30m"
     #: suggestions with text after the cursor: ``"closers"`` only when that text is

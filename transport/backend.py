@@ -52,6 +52,8 @@ class CompletionRequest:
     #: the current file's path as the model should see it, and the project's name
     filename: str = ""
     repo_name: str = ""
+    #: the document's identity (its URI), for keeping its requests on one server slot
+    document: str = ""
 
 
 @dataclass(kw_only=True)

@@ -98,6 +98,9 @@ class EndpointOptions:
     suffix_chars: int = DEFAULT_SUFFIX_CHARS
     #: the prompt's token limit where the service does not say (llama.cpp's ``-b``)
     max_prompt_tokens: int = DEFAULT_MAX_PROMPT_TOKENS
+    #: llama.cpp with several slots: each document on a slot of its own,
+    #: speculative prefetches on another (``transport.slots``)
+    slot_pinning: bool = False
     #: Ollama's ``keep_alive`` ("" = the service's default)
     keep_alive: str = DEFAULT_KEEP_ALIVE
 

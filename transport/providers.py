@@ -38,6 +38,7 @@ from transport.errors import ConfigurationError, UpstreamProtocolError
 from transport.options import EndpointOptions
 from transport.prompt import FIM_TEMPLATES, comment_block, fit_prompt, render_fim
 from transport.service_detect import ServiceProfile
+from transport.slots import SlotPlan
 
 logger = logging.getLogger(__name__)
 
@@ -335,6 +336,10 @@ class LlamaCppProvider(Provider):
         self.learned_limit = 0
         #: prompts the server read only part of
         self.prompts_cut = 0
+        #: which slot each document's requests go to (``completion.slotPinning``)
+        self.slot_plan = SlotPlan(
+            profile.slots if options.slot_pinning and profile is not None else 0
+        )
 
     def prompt_token_limit(self) -> int:
         """Tokens the prompt may have: ``maxPromptTokens``, and the slot's context less the answer.
@@ -353,7 +358,7 @@ class LlamaCppProvider(Provider):
 
     def expected_tokens(self, body: dict[str, Any]) -> int:
         """About how many tokens the prompt of ``body`` takes, at the measured rate."""
-        sent = len(body.get("input_prefix", "")) + len(body.get("input_suffix", ""))
+        sent = sum(len(body.get(name, "")) for name in ("input_prefix", "input_suffix", "prompt"))
         return int(sent / self.chars_per_token())
 
     def observe(self, body: dict[str, Any], usage: TokenUsage) -> None:
@@ -395,25 +400,52 @@ class LlamaCppProvider(Provider):
             prefix_chars = min(self.options.prefix_chars, budget - len(request.suffix))
         return fit_prompt(request.prefix, request.suffix, prefix_chars, suffix_chars)
 
+    @property
+    def suffix_first(self) -> bool:
+        """Whether to send the prompt suffix-first to ``/completion`` instead of ``/infill``.
+
+        ``/infill`` always puts the prefix first (unless the server runs with
+        ``--spm-infill``), so every keystroke re-evaluates the suffix after
+        it, even with ``--cache-reuse``: the server reuses cached chunks only
+        in the order they come, never past text inserted ahead of them. With
+        ``completion.fimOrder = "spm"`` and a template trained suffix-first
+        (``starcoder``, ``codellama``), the prompt is rendered here and only
+        grows at its end between keystrokes.
+        """
+        template = self.fim_template
+        return (
+            self.options.fim_order == "spm"
+            and bool(template)
+            and FIM_TEMPLATES[template].spm is not None
+        )
+
     def build_request(self, request: CompletionRequest) -> tuple[str, dict[str, Any]]:
-        """POST {origin}/infill."""
+        """POST {origin}/infill, or {origin}/completion for a suffix-first prompt."""
         prefix, suffix = self.prompt(request)
         body: dict[str, Any] = {
-            "input_prefix": prefix,
-            "input_suffix": suffix,
             "n_predict": request.max_tokens,
             "temperature": request.temperature,
             "stream": True,
             "cache_prompt": True,
         }
-        if request.extra:
-            body["input_extra"] = [
-                {"filename": chunk.filename, "text": chunk.text} for chunk in request.extra
-            ]
+        path = "/infill"
+        if self.suffix_first:
+            path = "/completion"
+            body["prompt"] = self.render(request, prefix, suffix)
+        else:
+            body["input_prefix"] = prefix
+            body["input_suffix"] = suffix
+            if request.extra:
+                body["input_extra"] = [
+                    {"filename": chunk.filename, "text": chunk.text} for chunk in request.extra
+                ]
+        slot = self.slot_plan.slot_for(request.document, speculative=request.speculative)
+        if slot is not None:
+            body["id_slot"] = slot
         stop = self.stop(request)
         if stop:
             body["stop"] = stop
-        return f"{self.options.origin}/infill", body
+        return f"{self.options.origin}{path}", body
 
     def parse_body(self, body: Any, sink: UsageSink | None = None) -> str:
         """``content``."""

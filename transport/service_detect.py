@@ -84,6 +84,8 @@ class ServiceProfile:
     context_tokens: int = 0
     #: characters per token of the service's tokenizer on code (0 = unknown)
     chars_per_token: float = 0.0
+    #: slots the service reported (llama.cpp ``total_slots``; 0 = unknown)
+    slots: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The stats and diagnose view."""
@@ -98,6 +100,8 @@ class ServiceProfile:
             answer["contextTokens"] = self.context_tokens
         if self.chars_per_token:
             answer["charsPerToken"] = round(self.chars_per_token, 2)
+        if self.slots:
+            answer["slots"] = self.slots
         return answer
 
 
@@ -125,8 +129,10 @@ async def _llamacpp_profile(
     headers: dict[str, str],
 ) -> ServiceProfile:
     context = 0
+    slots = 0
     model = options.model
     if isinstance(props, dict):
+        slots = _positive_int(props.get("total_slots"))
         settings = props.get("default_generation_settings")
         if isinstance(settings, dict):
             context = _positive_int(settings.get("n_ctx"))
@@ -144,7 +150,7 @@ async def _llamacpp_profile(
         pass
     return ServiceProfile(
         kind="llamacpp", path="/infill", server=server or "llama.cpp", model=model,
-        context_tokens=context, chars_per_token=chars_per_token,
+        context_tokens=context, chars_per_token=chars_per_token, slots=slots,
     )
 
 

@@ -381,6 +381,7 @@ class UpstreamStreams:
             extra=context.extra,
             filename=context.filename,
             repo_name=context.repo_name,
+            document=uri,
         )
         started = clock()
 

@@ -55,6 +55,7 @@ def endpoint_options(settings: Settings) -> EndpointOptions:
         prefix_chars=c.prefix_chars,
         suffix_chars=c.suffix_chars,
         max_prompt_tokens=c.max_prompt_tokens,
+        slot_pinning=c.slot_pinning,
         keep_alive=c.keep_alive,
         auth_kind=a.kind,
         token_url=a.token_url,

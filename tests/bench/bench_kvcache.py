@@ -20,7 +20,12 @@ Continue's token budget) and for the server's ``--cache-reuse`` off and at
   tokens sent, against today's sliding window in the same run;
 * TTFT (p50 of the upstream requests), as a ratio to today's;
 * ours again with cross-file context on (the other open file's chunks sent
-  as ``input_extra``).
+  as ``input_extra``);
+* ours suffix-first: ``completion.fimOrder = "spm"`` with the ``codellama``
+  template, rendered client-side and sent to ``/completion``;
+* ours with speculative prefetch on (and the scope cache, which keeps what
+  it fetches ahead), with ``completion.slotPinning`` on against off: each
+  document on slot 0 and prefetches on slot 1, or the server's own choice.
 
 The model's tokenizer has about one token per character (byte tokens and
 single characters), so the budgets below are in characters and in tokens
@@ -76,6 +81,11 @@ WINDOWS = (
     ("lines", "llama.vscode-style window (256/64 lines)"),
     ("tokens", "Continue-style token budget"),
 )
+#: the suffix-first row: the prompt rendered client-side (the tiny model has
+#: CodeLlama's FIM tokens) and sent to /completion, suffix ahead of the prefix
+SUFFIX_FIRST = {"fimTemplate": "codellama", "fimOrder": "spm"}
+#: the speculation rows replay the trace at this multiple of the typist's pace
+SPECULATION_SPEED = 2.0
 RETURN_LINE = "checked = validate(value)"
 
 
@@ -172,24 +182,30 @@ def sized_session(head_count: int, typed_count: int, returns: int) -> Trace:
     return Trace(header=TraceHeader(final=finals, meta=meta), events=events)
 
 
-def _settings(window: str, cross_file: bool) -> dict[str, Any]:
+def _settings(window: str, cross_file: bool, speculation: str = "") -> dict[str, Any]:
+    """A row's settings; ``speculation`` "pinned" or "unpinned" turns prefetches on."""
     return {
         "provider": "llamacpp",
-        "cache": {"policy": "none", "l2": "none"},
-        "speculative": {"enabled": False},
+        # speculation needs a cache to keep what it fetches ahead
+        "cache": {"policy": "hybrid" if speculation else "none", "l2": "none"},
+        "speculative": {"enabled": bool(speculation)},
         "completion": {
-            "promptWindow": window,
+            "promptWindow": "anchored" if window == "anchored+spm" else window,
             "prefixChars": PREFIX_CHARS,
             "suffixChars": SUFFIX_CHARS,
             "maxTokens": MAX_TOKENS,
+            "slotPinning": speculation == "pinned",
+            **(SUFFIX_FIRST if window == "anchored+spm" else {}),
         },
         "context": {"crossFile": cross_file, "maxChars": CONTEXT_CHARS},
     }
 
 
 async def _measure(
-    trace: Trace, workdir: Path, window: str, cache_reuse: int, cross_file: bool
+    trace: Trace, workdir: Path, window: str, cache_reuse: int, cross_file: bool,
+    speculation: str = "",
 ) -> dict[str, float]:
+    """One row's numbers: a fresh llama.cpp server, the trace replayed through ``serve``."""
     from tests.support.llamacpp import LlamaCppServer
 
     server = LlamaCppServer(
@@ -197,8 +213,10 @@ async def _measure(
     )
     await asyncio.to_thread(server.start)
     try:
-        settings = _settings(window, cross_file)
-        result = await replay_trace(trace, endpoint=server.url, settings=settings)
+        settings = _settings(window, cross_file, speculation)
+        # speculation rows keep the typist's pace (sped up): prefetches run between keystrokes
+        speed = SPECULATION_SPEED if speculation else 0.0
+        result = await replay_trace(trace, endpoint=server.url, settings=settings, speed=speed)
     finally:
         await asyncio.to_thread(server.stop)
     stats = result.server_stats
@@ -210,6 +228,7 @@ async def _measure(
         )
     return {
         "requests": float(stats.get("upstreamRequests", 0)),
+        "speculative": float(stats.get("speculativeRequests", 0)),
         "sent": sent,
         "evaluated": float(tokens.get("evaluated", 0)),
         "share": float(tokens.get("evaluated", 0)) / sent,
@@ -232,11 +251,23 @@ def _plan(quick: bool) -> tuple[tuple[int, ...], tuple[tuple[str, str], ...]]:
     return ((0,), WINDOWS[:2]) if quick else ((0, 256), WINDOWS)
 
 
-async def measure_all(quick: bool) -> dict[tuple[str, int, bool], dict[str, float]]:
-    """Every window, cache-reuse off and 256, and ours with cross-file context."""
+Results = dict[tuple[str, int, bool], dict[str, float]]
+
+
+async def measure_speculation(trace: Trace, workdir: Path, cache_reuse: int, out: Results) -> None:
+    """Ours with speculative prefetch on, with and without slot pinning."""
+    for speculation in ("unpinned", "pinned"):
+        out[(speculation, cache_reuse, False)] = await _measure(
+            trace, workdir, "anchored", cache_reuse, False, speculation
+        )
+
+
+async def measure_all(quick: bool) -> Results:
+    """Every window, cache-reuse off and 256, ours with cross-file context, and
+    ours with speculation, its prefetches on a slot of their own or not."""
     trace = editing_session(quick)
     reuses, windows = _plan(quick)
-    out: dict[tuple[str, int, bool], dict[str, float]] = {}
+    out: Results = {}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for cache_reuse in reuses:
@@ -247,6 +278,10 @@ async def measure_all(quick: bool) -> dict[tuple[str, int, bool], dict[str, floa
             out[("anchored", cache_reuse, True)] = await _measure(
                 trace, workdir, "anchored", cache_reuse, True
             )
+            out[("anchored+spm", cache_reuse, False)] = await _measure(
+                trace, workdir, "anchored+spm", cache_reuse, False
+            )
+            await measure_speculation(trace, workdir, cache_reuse, out)
     return out
 
 
@@ -268,7 +303,9 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             _row(f"evaluated share, today's sliding window ({flag}, {requests} requests)",
                  base["share"], 1.0, "evaluated/sent")
         )
-        for window, label in [*windows[1:], ("anchored+cross", "ours with cross-file context")]:
+        others = [("anchored+cross", "ours with cross-file context"),
+                  ("anchored+spm", "ours suffix-first (/completion, fimOrder spm)")]
+        for window, label in [*windows[1:], *others]:
             key = ("anchored", cache_reuse, True) if window == "anchored+cross" else (
                 window, cache_reuse, False)
             r = results[key]
@@ -281,7 +318,22 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         rows.append(_row(f"prompt tokens per request, ours with cross-file vs without ({flag})",
                          cross["sent"] / cross["requests"], ours["sent"] / ours["requests"],
                          "tokens"))
+        rows.extend(speculation_rows(results, cache_reuse, flag))
     return rows
+
+
+def speculation_rows(results: Results, cache_reuse: int, flag: str) -> list[dict[str, Any]]:
+    """Ours with speculation: slot pinning against the server's own slot choice."""
+    free = results[("unpinned", cache_reuse, False)]
+    pinned = results[("pinned", cache_reuse, False)]
+    counts = (f"{int(pinned['requests'])}/{int(free['requests'])} requests, "
+              f"{int(pinned['speculative'])}/{int(free['speculative'])} speculative")
+    return [
+        _row(f"evaluated share, ours with speculation, slot pinning vs none ({flag}, {counts})",
+             pinned["share"], free["share"], "evaluated/sent"),
+        _row(f"TTFT p50, ours with speculation, slot pinning vs none ({flag})",
+             pinned["ttft"], free["ttft"], "ms"),
+    ]
 
 
 if __name__ == "__main__":

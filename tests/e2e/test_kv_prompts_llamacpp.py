@@ -26,7 +26,9 @@ pytestmark = pytest.mark.e2e
 BATCH = 2048
 
 
-def settings(window: str, *, cross_file: bool = False) -> dict[str, Any]:
+def settings(
+    window: str, *, cross_file: bool = False, completion: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "provider": "llamacpp",
         "cache": {"policy": "none", "l2": "none"},
@@ -36,17 +38,20 @@ def settings(window: str, *, cross_file: bool = False) -> dict[str, Any]:
             "prefixChars": 1200,
             "suffixChars": 300,
             "maxTokens": 2,
+            **(completion or {}),
         },
         "context": {"crossFile": cross_file, "maxChars": 600},
     }
 
 
 async def tokens(
-    server: LlamaCppServer, window: str, *, cross_file: bool = False
+    server: LlamaCppServer, window: str, *, cross_file: bool = False,
+    completion: dict[str, Any] | None = None,
 ) -> dict[str, int]:
     trace = sized_session(100, 5, 1)
     result = await replay_trace(
-        trace, endpoint=server.url, settings=settings(window, cross_file=cross_file)
+        trace, endpoint=server.url,
+        settings=settings(window, cross_file=cross_file, completion=completion),
     )
     stats = result.server_stats
     assert stats["upstreamErrors"] == 0
@@ -80,6 +85,14 @@ async def test_cross_file_chunks_reach_the_server_and_stay_in_its_cache(
     assert with_context["prompt"] > alone["prompt"]
     # ... and evaluated about once, not per request
     assert with_context["evaluated"] / with_context["prompt"] <= 0.25
+
+
+async def test_suffix_first_prompts_re_evaluate_less_than_infill(llama: LlamaCppServer) -> None:
+    infill = await tokens(llama, "anchored")
+    # the tiny model has CodeLlama's FIM tokens: the prompt goes to /completion
+    spm = await tokens(llama, "anchored", completion={"fimTemplate": "codellama",
+                                                      "fimOrder": "spm"})
+    assert spm["evaluated"] < infill["evaluated"]
 
 
 def test_diagnose_reports_how_much_a_keystroke_re_evaluates(llama: LlamaCppServer) -> None:

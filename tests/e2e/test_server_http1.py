@@ -111,7 +111,9 @@ async def test_only_an_endpoint_gives_completions_and_cache_hits_over_http1(
     service = svc.stats()
     # (speculative prefetch may add requests of its own: all of them HTTP/1.1)
     assert set(service["httpVersions"]) == {"1.1"}
-    assert service["connectionsClosedAfterStream"] == service["requests"]["total"] >= 1
+    # the service closed the connection after the answered stream; a speculative
+    # stream still running when the editor went away ends without that close
+    assert 1 <= service["connectionsClosedAfterStream"] <= service["requests"]["total"]
     assert service["h2PrefacesRejected"] == 0
 
 

@@ -140,3 +140,10 @@ async def test_nothing_to_suggest_is_shared_so_other_windows_do_not_ask_again() 
     second = sharing(second_backend, hub)
     assert await second.complete(URI, context(TEXT, 1, 14), still_current=lambda: True) is None
     assert second_backend.calls == [] and second.stats.empty == 1
+
+
+async def test_upstream_requests_name_their_document_for_slot_pinning() -> None:
+    backend = StaticBackend("x")
+    pipe, _ = pipeline(backend)
+    await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: True)
+    assert [request.document for request in backend.calls] == [URI]

@@ -145,3 +145,15 @@ def test_settings_round_trip_as_camel_case_json() -> None:
     assert data["cache"]["ttlSeconds"] == 5.0 and data["transport"]["caFile"] == "/ca.pem"
     again, problems = parse_settings(data)
     assert problems == [] and again == settings
+
+
+def test_slot_pinning_is_off_by_default_and_reaches_the_endpoint_options() -> None:
+    from lsp_server.server.assembly import endpoint_options
+
+    default, _ = parse_settings({"endpoint": "http://127.0.0.1:8080"})
+    pinned, problems = parse_settings(
+        {"endpoint": "http://127.0.0.1:8080", "completion": {"slotPinning": True}}
+    )
+    assert problems == []
+    assert endpoint_options(default).slot_pinning is False
+    assert endpoint_options(pinned).slot_pinning is True

@@ -159,3 +159,18 @@ def test_plain_completion_apis_get_other_files_as_a_leading_comment_block() -> N
         dataclasses.replace(WITH_CONTEXT, language="typescript")
     )
     assert body["prompt"].startswith("<｜fim▁begin｜>// app/shapes.py\n// def area(r):\n")
+
+
+def test_llamacpp_with_a_suffix_first_template_and_spm_renders_to_completion() -> None:
+    provider = provider_for(options(provider="llamacpp", fim_template="codellama", fim_order="spm"))
+    url, body = provider.build_request(REQUEST)
+    assert url == "https://svc.test:8443/completion"
+    assert body["prompt"] == f"<PRE> <SUF>{REQUEST.suffix} <MID> {REQUEST.prefix}"
+    assert "input_prefix" not in body and "<EOT>" in body["stop"]
+
+
+def test_llamacpp_keeps_infill_without_spm_or_for_a_prefix_first_only_template() -> None:
+    for changes in ({"fim_template": "codellama"}, {"fim_template": "qwen", "fim_order": "spm"},
+                    {"fim_order": "spm"}):
+        url, body = provider_for(options(provider="llamacpp", **changes)).build_request(REQUEST)
+        assert url.endswith("/infill") and "prompt" not in body
