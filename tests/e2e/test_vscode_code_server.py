@@ -560,7 +560,9 @@ def test_a_bad_endpoint_produces_one_clear_message(
     bench.screenshot("bad-endpoint")
     # the server's warning is in the output channel at its own level, with one timestamp
     log = bench.vscode.output_channel_log()
-    warning = re.search(r"^\S+ \S+ \[warning\] (lsp_server\.notify: upstream: .*)$", log, re.M)
+    warning = re.search(
+        r"^\S+ \S+ \[warning\] (lsp_server\.completion\.notify: upstream: .*)$", log, re.M
+    )
     assert warning, log
     assert not re.match(r"\d{4}-\d\d-\d\d", warning.group(1))
     assert not errors(log), log

@@ -202,7 +202,15 @@ class DocumentSync(RuleBasedStateMachine):
         assert doc.tree is not None
         assert doc.tree.root_node.end_byte <= len(data)
         fresh = self.parser.parse(data)
-        assert shape(doc.tree.root_node) == shape(fresh.root_node)
+        # tree-sitter's error recovery depends on the parse history: for text with
+        # syntax errors an incremental tree may recover differently from a fresh
+        # parse (seen with Rust: `fn f() {a"=a} else {"` typed in three steps).
+        # Where the text parses cleanly, the trees must be identical.
+        if fresh.root_node.has_error:
+            assert doc.tree.root_node.has_error
+            assert doc.tree.root_node.start_byte == fresh.root_node.start_byte
+        else:
+            assert shape(doc.tree.root_node) == shape(fresh.root_node)
 
 
 def _machine(spec: LanguageSpec) -> type[DocumentSync]:
