@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 # The repository root must be importable so tests can share ``tests.support``
 # (pytest's rootdir insertion only adds ``tests/`` itself).
@@ -15,6 +17,12 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from tests.support.reference import ReferenceService  # noqa: E402
+
+# In CI every run explores the same examples, so a property failure there is
+# reproducible from the log; developers' runs keep exploring new ones.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 
 @pytest.fixture
