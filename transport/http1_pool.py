@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import httpcore
 
+from transport.network import WrappedStream
 from transport.tasks import stop_tasks
 
 logger = logging.getLogger(__name__)
@@ -123,34 +124,17 @@ class Http1Counters:
     stale_retries: int = 0
 
 
-class _CountingStream(httpcore.AsyncNetworkStream):
+class _CountingStream(WrappedStream):
     """A network stream that counts the bytes read (to tell "nothing arrived")."""
 
     def __init__(self, stream: httpcore.AsyncNetworkStream) -> None:
-        self._stream = stream
+        super().__init__(stream)
         self.bytes_read = 0
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         data = await self._stream.read(max_bytes, timeout)
         self.bytes_read += len(data)
         return data
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        await self._stream.write(buffer, timeout)
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    async def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        return await self._stream.start_tls(ssl_context, server_hostname, timeout)
-
-    def get_extra_info(self, info: str) -> object:
-        return self._stream.get_extra_info(info)
 
 
 class _Slot:

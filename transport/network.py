@@ -183,7 +183,42 @@ class StreamResettingHTTP2Connection(httpcore.AsyncHTTP2Connection):
             self._on_reset()
 
 
-class PriorKnowledgeStream(httpcore.AsyncNetworkStream):
+class WrappedStream(httpcore.AsyncNetworkStream):
+    """A network stream that hands every call to the stream it wraps.
+
+    Subclasses override what they watch (``read``, ``write``) and inherit the rest.
+    """
+
+    def __init__(self, stream: httpcore.AsyncNetworkStream) -> None:
+        self._stream = stream
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        """Read from the wrapped stream."""
+        return await self._stream.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        """Write to the wrapped stream."""
+        await self._stream.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        """Close the socket."""
+        await self._stream.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        """TLS over the wrapped stream."""
+        return await self._stream.start_tls(ssl_context, server_hostname, timeout)
+
+    def get_extra_info(self, info: str) -> object:
+        """The wrapped stream's extra info (socket, TLS object, ALPN)."""
+        return self._stream.get_extra_info(info)
+
+
+class PriorKnowledgeStream(WrappedStream):
     """An h2c stream that recognises an HTTP/1.1 server's answer to the HTTP/2 preface.
 
     HTTP/1.1-only servers (llama.cpp, uvicorn, Ollama) answer the preface
@@ -193,7 +228,7 @@ class PriorKnowledgeStream(httpcore.AsyncNetworkStream):
     """
 
     def __init__(self, stream: httpcore.AsyncNetworkStream, host: str) -> None:
-        self._stream = stream
+        super().__init__(stream)
         self._host = host
         self._first = True
         self._wrote = False
@@ -229,23 +264,6 @@ class PriorKnowledgeStream(httpcore.AsyncNetworkStream):
                 raise self._rejected("it closed the connection on the HTTP/2 preface") from exc
             raise
         self._wrote = True
-
-    async def aclose(self) -> None:
-        """Close the socket."""
-        await self._stream.aclose()
-
-    async def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        """Never used: h2c is cleartext."""
-        return await self._stream.start_tls(ssl_context, server_hostname, timeout)
-
-    def get_extra_info(self, info: str) -> object:
-        """The socket's extra info."""
-        return self._stream.get_extra_info(info)
 
 
 class PinnedConnection(httpcore.AsyncConnectionInterface):
