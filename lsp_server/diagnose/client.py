@@ -69,6 +69,18 @@ async def timed_backend(
     return StreamTiming((first or ended) - started, ended - started, chunks)
 
 
+async def fresh_probe_client(options: EndpointOptions) -> httpx.AsyncClient:
+    """A new client of its own (no pool, no prefetch), on addresses looked up just now."""
+    dns = DnsPrefetcher(options.nameservers)
+    try:
+        addresses = [options.host] if is_ip_literal(options.host) else await dns.lookup(
+            options.host
+        )
+    finally:
+        await dns.aclose()
+    return probe_client(options, PinnedResolverBackend(PinnedAddresses(addresses)))
+
+
 async def timed_cold(
     options: EndpointOptions,
     sample: PromptSample,
@@ -77,14 +89,7 @@ async def timed_cold(
 ) -> StreamTiming:
     """One completion through a brand-new client: DNS, TCP, TLS, then the request."""
     started = clock()
-    dns = DnsPrefetcher(options.nameservers)
-    try:
-        addresses = [options.host] if is_ip_literal(options.host) else await dns.lookup(
-            options.host
-        )
-    finally:
-        await dns.aclose()
-    client = probe_client(options, PinnedResolverBackend(PinnedAddresses(addresses)))
+    client = await fresh_probe_client(options)
     try:
         setup = clock() - started
         timing = await ServiceProbe(options, client, headers, clock=clock).stream_completion(
@@ -157,14 +162,7 @@ async def interleaved_overhead(
     Both paths are warmed first; then each pair runs both back to back,
     alternating which goes first.
     """
-    dns = DnsPrefetcher(options.nameservers)
-    try:
-        addresses = [options.host] if is_ip_literal(options.host) else await dns.lookup(
-            options.host
-        )
-    finally:
-        await dns.aclose()
-    client = probe_client(options, PinnedResolverBackend(PinnedAddresses(addresses)))
+    client = await fresh_probe_client(options)
     try:
         bare = ServiceProbe(options, client, headers, clock=clock)
         await bare.stream_completion(sample)  # open and warm the bare connection
