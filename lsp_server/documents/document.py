@@ -10,25 +10,16 @@ are applied to the text and the tree first, and parsed once.
 A document is parsed only when a grammar is registered for it, its size is at
 most ``max_parse_bytes`` and it contains no NUL byte (tree-sitter reads NUL as
 end of input). Otherwise ``tree`` is None and ``parse_skipped`` says why
-("no grammar", "grammar not installed", "too large", "binary", "parse
-timed out"); the text stays current and every position helper still works,
-so completions fall back to a text-only context.
-
-Every parse is bounded by ``PARSE_DEADLINE_SECONDS``. Some grammars loop
-forever on some unfinished text (tree-sitter-typescript's TSX grammar does on
-``n";/"{({x:d:c f() ``, a known upstream bug), and a parse runs on the event
-loop: unbounded, it would freeze the server. The parser reads the text through
-a callback that ends the input once the deadline has passed; the tree it then
-returns is of a cut text and is dropped. The document is served text-only for
-the next ``PARSE_RETRY_EDITS`` edits, then parsed afresh.
+("no grammar", "grammar not installed", "too large", "binary"); the
+text stays current and every position helper still works, so completions fall
+back to a text-only context.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from lsprotocol.types import (
     Position,
@@ -45,13 +36,6 @@ from lsp_server.documents.positions import ResolvedPosition, TextBuffer, decode_
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_PARSE_BYTES = 2_000_000
-#: a parse still running after this long is abandoned (far above a real parse:
-#: 20,000 lines of C++ take about 30 ms from scratch)
-PARSE_DEADLINE_SECONDS = 1.0
-#: edits served text-only after an abandoned parse, before the next attempt
-PARSE_RETRY_EDITS = 64
-#: bytes handed to the parser per read
-_READ_CHUNK = 65536
 #: languages whose missing grammar was already reported (once per process)
 _missing_reported: set[str] = set()
 
@@ -67,33 +51,6 @@ def parser_for(spec: LanguageSpec | None) -> Parser | None:
             _missing_reported.add(spec.name)
             logger.warning("%s; %s files get a text-only context", exc, spec.name)
         return None
-
-
-def bounded_parse(
-    parser: Parser,
-    data: bytes | bytearray,
-    old: Tree | None = None,
-    *,
-    deadline_seconds: float = PARSE_DEADLINE_SECONDS,
-    clock: Callable[[], float] = time.monotonic,
-) -> Tree | None:
-    """Parse ``data`` (reusing ``old``), or None when that took over ``deadline_seconds``.
-
-    tree-sitter keeps asking for text while it works; after the deadline it is
-    told the text has ended, which makes even a grammar caught in a loop finish.
-    """
-    deadline = clock() + deadline_seconds
-    expired = False
-
-    def read(offset: int, _point: object) -> bytes:
-        nonlocal expired
-        if expired or clock() > deadline:
-            expired = True
-            return b""
-        return bytes(data[offset : offset + _READ_CHUNK])
-
-    tree = parser.parse(read, old) if old is not None else parser.parse(read)
-    return None if expired else tree
 
 
 class Document:
@@ -118,12 +75,10 @@ class Document:
         self.max_parse_bytes = max_parse_bytes
         self.buffer = TextBuffer(encode_text(text))
         self.tree: Tree | None = None
-        #: why there is no tree: "no grammar", "grammar not installed", "too large",
-        #: "binary" or "parse timed out"; None when parsed
+        #: why there is no tree: "no grammar", "grammar not installed", "too large" or
+        #: "binary"; None when parsed
         self.parse_skipped: str | None = None
         self._parser: Parser | None = parser_for(spec)
-        #: edits left to serve text-only after a parse ran past its deadline
-        self._parse_backoff = 0
         self._text: str | None = text
         #: first line of the prompt's prefix window, remembered between
         #: requests by ``lsp_server.documents.prompt_window`` so that it stays put
@@ -280,25 +235,11 @@ class Document:
             reason = "too large"
         elif self._nul_present():
             reason = "binary"
-        elif self._parse_backoff > 0:
-            self._parse_backoff -= 1
-            reason = "parse timed out"
         if reason is not None or self._parser is None:
             if reason != self.parse_skipped:
                 logger.info("not parsing %s: %s (%d bytes)", self.uri, reason, len(data))
             self.tree, self.parse_skipped = None, reason
             return
         old = self.tree if incremental else None
-        tree = bounded_parse(self._parser, data, old)
-        if tree is None:
-            logger.warning(
-                "parsing %s took over %.1f s (the %s grammar seems stuck on this text): "
-                "text-only context for the next %d edits",
-                self.uri, PARSE_DEADLINE_SECONDS, self.language, PARSE_RETRY_EDITS,
-            )
-            self._parser.reset()
-            self._parse_backoff = PARSE_RETRY_EDITS
-            self.tree, self.parse_skipped = None, "parse timed out"
-            return
-        self.tree = tree
+        self.tree = self._parser.parse(data) if old is None else self._parser.parse(data, old)
         self.parse_skipped = None

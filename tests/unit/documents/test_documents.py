@@ -10,7 +10,7 @@ from lsprotocol.types import (
 )
 from tree_sitter import Node, Parser
 
-from lsp_server.documents.document import PARSE_RETRY_EDITS, Document, bounded_parse
+from lsp_server.documents.document import Document
 from lsp_server.documents.languages import PYTHON, LanguageRegistry, LanguageSpec
 from lsp_server.documents.store import DocumentStore, UnknownDocumentError
 
@@ -269,37 +269,3 @@ def test_removing_the_only_nul_byte_makes_the_document_parseable_again() -> None
         [TextDocumentContentChangePartial(range=Range(start=at, end=end), text="")],
     )
     assert doc.tree is not None and doc.text == "x = 1\n"
-
-
-# tree-sitter-typescript's TSX grammar never finishes on this text (an upstream
-# bug): the server must not freeze on it.
-TSX_LOOP = 'n";/"{({x:d:c f() '
-
-
-def test_a_parse_past_its_deadline_returns_none_instead_of_a_tree_of_cut_text() -> None:
-    ticks = iter(range(1000))
-    parser = Parser(PYTHON.language)
-    assert bounded_parse(parser, SOURCE.encode(), deadline_seconds=0.5, clock=lambda: 0.0)
-    assert bounded_parse(parser, SOURCE.encode(), deadline_seconds=0.5,
-                         clock=lambda: float(next(ticks))) is None
-    # the parser is usable afterwards
-    assert not parser.parse(SOURCE.encode()).root_node.has_error
-
-
-def test_a_grammar_stuck_in_a_loop_leaves_the_document_text_only_then_parses_again(
-    store: DocumentStore,
-) -> None:
-    uri = "file:///work/widget.tsx"
-    doc = store.open(uri, "typescriptreact", 1, TSX_LOOP)
-    assert doc.tree is None and doc.parse_skipped == "parse timed out"
-    assert doc.text == TSX_LOOP
-    # the text stays current while the document is served text-only, and after
-    # the back-off it is parsed afresh
-    for version in range(2, PARSE_RETRY_EDITS + 3):
-        store.change(uri, version, [
-            TextDocumentContentChangeWholeDocument(text=f"const n = {version};\n")
-        ])
-    doc = store.get(uri)
-    assert doc is not None and doc.text == f"const n = {PARSE_RETRY_EDITS + 2};\n"
-    assert doc.tree is not None and not doc.tree.root_node.has_error
-    assert doc.parse_skipped is None
