@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator, Callable, Iterator
 
 import pytest
 
-from tests.support.backend import REQUEST, complete, started_backend
+from tests.support.backend import REQUEST, cancel_task_mid_stream, complete, started_backend
 from tests.support.reference import ReferenceService
 from transport.errors import ProtocolRejected
 from transport.http import HttpCompletionBackend
@@ -117,17 +117,7 @@ async def test_the_next_completion_after_a_cancelled_task_waits_for_no_connect(
     options = EndpointOptions(endpoint=svc.url, keep_warm_seconds=0)
     async with started_backend(options) as backend:
         svc.set_fault("never-ending", 1, interval=0.02)
-        started = asyncio.Event()
-
-        async def consume() -> None:
-            async for _ in backend.stream(REQUEST):
-                started.set()
-
-        task = asyncio.create_task(consume())
-        await started.wait()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await cancel_task_mid_stream(backend)
         await eventually(lambda: svc.stats()["streamsCancelled"] == 1)
         assert await complete_without_connect(backend, svc)
         assert backend.counters().connections_closed_by_cancel == 1

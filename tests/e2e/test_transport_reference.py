@@ -8,7 +8,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 import pytest
 
-from tests.support.backend import REQUEST, complete, started_backend
+from tests.support.backend import REQUEST, cancel_task_mid_stream, complete, started_backend
 from tests.support.reference import ReferenceService
 from transport.errors import TLSError
 from transport.http import HttpCompletionBackend
@@ -84,17 +84,7 @@ async def test_cancelling_the_task_resets_the_stream_too(
     svc = shared_reference_service
     svc.set_fault("never-ending", 1, interval=0.02)
     before = svc.stats()
-    started = asyncio.Event()
-
-    async def consume() -> None:
-        async for _ in backend.stream(REQUEST):
-            started.set()
-
-    task = asyncio.create_task(consume())
-    await started.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancel_task_mid_stream(backend)
     await eventually(lambda: svc.stats()["streamsCancelled"] == before["streamsCancelled"] + 1)
     assert await complete(backend)
     assert backend.counters().connections_opened == 1

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -34,3 +35,23 @@ async def started_backend(
 async def complete(backend: HttpCompletionBackend, request: CompletionRequest = REQUEST) -> str:
     """The whole streamed answer to ``request``."""
     return "".join([chunk async for chunk in backend.stream(request)])
+
+
+async def cancel_task_mid_stream(
+    backend: HttpCompletionBackend, request: CompletionRequest = REQUEST
+) -> None:
+    """Stream ``request`` in a task and cancel the task once the first chunk arrived."""
+    started = asyncio.Event()
+
+    async def consume() -> None:
+        async for _ in backend.stream(request):
+            started.set()
+
+    task = asyncio.create_task(consume())
+    await started.wait()
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        return
+    raise AssertionError("the stream ended before it was cancelled")
