@@ -31,6 +31,7 @@ from tree_sitter import Parser, Tree
 
 from lsp_server.documents.languages import GrammarMissingError, LanguageSpec
 from lsp_server.documents.languages.indentation import INDENT_SAMPLE_LINES, TEXT_INDENT, indent_unit
+from lsp_server.documents.line_memo import LineMemo
 from lsp_server.documents.positions import ResolvedPosition, TextBuffer, decode_text, encode_text
 
 logger = logging.getLogger(__name__)
@@ -83,6 +84,9 @@ class Document:
         #: first line of the prompt's prefix window, remembered between
         #: requests by ``lsp_server.documents.prompt_window`` so that it stays put
         self.prompt_anchor: int | None = None
+        #: what the syntax context read around the line it was last asked
+        #: about (``lsp_server.documents.line_memo``)
+        self.line_memo = LineMemo()
         #: the text holds a NUL byte (binary): kept current per edit, so a
         #: keystroke never scans the whole buffer for one
         self._has_nul = b"\0" in self.buffer.data
@@ -163,6 +167,7 @@ class Document:
         twin.buffer = copy.deepcopy(self.buffer)
         twin.tree = self.tree.copy() if self.tree is not None else None
         twin._parser = parser_for(self.spec)
+        twin.line_memo = LineMemo()
         return twin
 
     # -- editing ------------------------------------------------------------

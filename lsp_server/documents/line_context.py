@@ -8,7 +8,8 @@ node (``    def f(s`` inside a class does), which would move the start to the
 module and change every line anchor on the line mid-word; in brace languages
 the error may sit after the line (the function's ``}`` went missing) and
 still reshape the scope. So each document
-remembers the scope start found for the line it was last asked about, with
+remembers the scope start found for the line it was last asked about
+(in its ``line_memo``, ``lsp_server.documents.line_memo``), with
 the bounded window of text before the line; while that text is byte-for-byte
 unchanged and the tree is in error, the remembered start is reused (a clean
 parse always replaces it). The context is still the text itself, so a
@@ -27,89 +28,72 @@ so there the remembered end also requires the same indentation.
 
 from __future__ import annotations
 
-import weakref
-from dataclasses import dataclass
-
-from tree_sitter import Node, Tree
+from tree_sitter import Node
 
 from lsp_server.documents.document import Document
 from lsp_server.documents.languages import LanguageSpec
-from lsp_server.documents.syntax_reads import ERROR_NODE, last_content_byte, node_path, tail_text
-
-
-@dataclass(frozen=True, slots=True)
-class _LineScope:
-    """Where the scope of a line's preceding text starts, and the text it was found for."""
-
-    line_start: int
-    window: int
-    #: ``data[window:line_start]`` then: the memo holds while it is unchanged
-    before: bytes
-    scope_start: int
-    #: found on a tree without errors around the line (else the first guess)
-    clean: bool
-
-
-#: per document, the scope start of the line most recently asked about
-_line_scopes: weakref.WeakKeyDictionary[Document, _LineScope] = weakref.WeakKeyDictionary()
+from lsp_server.documents.line_memo import LineScope, SuffixEnd
+from lsp_server.documents.syntax_reads import last_content_byte, node_path_near, tail_text
 
 
 def line_context(
-    doc: Document, tree: Tree, spec: LanguageSpec, line_start: int, scope_chars: int
+    doc: Document,
+    spec: LanguageSpec,
+    cursor_path: list[Node],
+    line_start: int,
+    scope_chars: int,
 ) -> str:
-    """Scope-local text before the line, from the scope enclosing the line's start."""
+    """Scope-local text before the line, from the scope enclosing the line's start.
+
+    ``cursor_path`` is the cursor's own ``node_path`` in the document's tree:
+    the path to the line's start shares its first nodes.
+    """
     data = doc.buffer.data
     window = max(0, line_start - 4 * scope_chars)
     head = last_content_byte(data, window, line_start)
     scope_start = 0
     if head is not None:
-        path = node_path(tree, head)
-        memo = _line_scopes.get(doc)
-        same_text = (
-            memo is not None
-            and memo.line_start == line_start
-            and memo.window == window
-            and data[window:line_start] == memo.before
-        )
-        if tree.root_node.has_error or any(node.type == ERROR_NODE for node in path):
+        root = cursor_path[0]
+        path = node_path_near(cursor_path, head)
+        memos = doc.line_memo
+        memo = memos.line_scope
+        # an ERROR node anywhere in the tree makes the root's has_error true
+        if root.has_error:
             # error recovery around an incomplete line: keep what was found first
-            if memo is not None and same_text:
+            if memo is not None and _same_text(memo, data, window, line_start):
                 scope_start = memo.scope_start
             else:
-                scope_start = _scope_start(tree, spec, path)
+                scope_start = _scope_start(root, spec, path)
                 before = bytes(data[window:line_start])
-                _line_scopes[doc] = _LineScope(line_start, window, before, scope_start, False)
+                memos.line_scope = LineScope(line_start, window, before, scope_start, False)
         else:
-            scope_start = _scope_start(tree, spec, path)
-            if memo is None or not same_text or not memo.clean or memo.scope_start != scope_start:
+            scope_start = _scope_start(root, spec, path)
+            if (
+                memo is None
+                or not memo.clean
+                or memo.scope_start != scope_start
+                or not _same_text(memo, data, window, line_start)
+            ):
                 before = bytes(data[window:line_start])
-                _line_scopes[doc] = _LineScope(line_start, window, before, scope_start, True)
+                memos.line_scope = LineScope(line_start, window, before, scope_start, True)
     return tail_text(data, max(window, scope_start), line_start, scope_chars)
 
 
-def _scope_start(tree: Tree, spec: LanguageSpec, path: list[Node]) -> int:
+def _same_text(memo: LineScope, data: bytearray, window: int, line_start: int) -> bool:
+    """Whether ``data[window:line_start]`` is still the text the memo was found for."""
+    return (
+        memo.line_start == line_start
+        and memo.window == window
+        and data.startswith(memo.before, window)
+    )
+
+
+def _scope_start(root: Node, spec: LanguageSpec, path: list[Node]) -> int:
     """Start of the innermost scope (below the root) on ``path``; 0 for the root."""
-    start = 0
-    for node in spec.scopes_on(path):
-        if node != tree.root_node:
-            start = node.start_byte
-    return start
-
-
-@dataclass(frozen=True, slots=True)
-class _SuffixEnd:
-    """Where the suffix window of a line stopped, and the text around the line then."""
-
-    line_start: int
-    before: bytes
-    after: bytes
-    #: the line's indentation (it decides Python's scope)
-    indent: bytes
-    #: ``len(data) - end``: typing on the line does not move it
-    from_end: int
-
-
-_suffix_ends: weakref.WeakKeyDictionary[Document, _SuffixEnd] = weakref.WeakKeyDictionary()
+    scopes = spec.scopes_on(path)
+    if not scopes or scopes[-1] == root:
+        return 0
+    return scopes[-1].start_byte
 
 
 def suffix_bound(
@@ -118,18 +102,26 @@ def suffix_bound(
 ) -> int:
     """The end of the suffix window: ``scope_end``, or the one found first on this line."""
     data = doc.buffer.data
-    before = bytes(data[max(0, line_start - window) : line_start])
-    after = bytes(data[line_end : line_end + window])
-    line = bytes(data[line_start:line_end])
-    indent = line[: len(line) - len(line.lstrip())] if spec.indent_scoped else b""
-    memo = _suffix_ends.get(doc)
+    lo = max(0, line_start - window)
+    after_end = min(len(data), line_end + window)
+    if spec.indent_scoped:
+        line = data[line_start:line_end]
+        indent = bytes(line[: len(line) - len(line.lstrip())])
+    else:
+        indent = b""
+    memos = doc.line_memo
+    memo = memos.suffix_end
     if (
         memo is not None
         and memo.line_start == line_start
         and memo.indent == indent
-        and memo.before == before
-        and memo.after == after
+        # the same bytes before and after the line (compared in place, not copied)
+        and len(memo.before) == line_start - lo
+        and data.startswith(memo.before, lo)
+        and len(memo.after) == after_end - line_end
+        and data.startswith(memo.after, line_end)
     ):
         return max(line_end, len(data) - memo.from_end)
-    _suffix_ends[doc] = _SuffixEnd(line_start, before, after, indent, len(data) - scope_end)
+    before, after = bytes(data[lo:line_start]), bytes(data[line_end:after_end])
+    memos.suffix_end = SuffixEnd(line_start, before, after, indent, len(data) - scope_end)
     return scope_end

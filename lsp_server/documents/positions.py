@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from lsprotocol.types import PositionEncodingKind
 
@@ -53,8 +53,7 @@ def char_start(data: bytes | bytearray, offset: int) -> int:
     return offset
 
 
-@dataclass(frozen=True, slots=True)
-class ResolvedPosition:
+class ResolvedPosition(NamedTuple):
     """An LSP position mapped onto the text, after clamping."""
 
     offset: int

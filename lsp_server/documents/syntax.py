@@ -39,7 +39,7 @@ Rules, chosen to stay stable while the user types incomplete code:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from lsprotocol.types import Position
 from tree_sitter import Node
@@ -48,6 +48,7 @@ from lsp_server.documents.block_opener import block_opener, text_block_opener
 from lsp_server.documents.document import Document
 from lsp_server.documents.languages import LanguageSpec
 from lsp_server.documents.line_context import line_context, suffix_bound
+from lsp_server.documents.line_memo import PrecedingLines
 from lsp_server.documents.positions import TextBuffer
 from lsp_server.documents.prompt_window import prompt_window
 from lsp_server.documents.syntax_reads import (
@@ -67,9 +68,13 @@ NO_PARENT = "none"
 TEXT_NODE = "text"
 
 
-@dataclass(frozen=True, slots=True)
-class SyntaxContext:
-    """Everything the cache key and the prompt need about one cursor position."""
+class SyntaxContext(NamedTuple):
+    """Everything the cache key and the prompt need about one cursor position.
+
+    A named tuple rather than a frozen dataclass: one is built per
+    keystroke, and a tuple is built in one step instead of one attribute
+    at a time.
+    """
 
     language: str
     line: int
@@ -122,34 +127,20 @@ def syntax_context(
     line_prefix = tail_text(data, line_start, off, prefix_chars)
     line_suffix = head_text(data, off, line_end, suffix_chars)
     at_line_start = line_prefix.strip() == ""
-    preceding = tuple(
-        tail_text(data, buf.line_start(n), buf.line_end(n), prefix_chars)
-        for n in range(max(0, line - PRECEDING_LINES), line)
-    )
+    preceding = _preceding_lines(doc, line, prefix_chars)
     window_start = max(buf.line_start(max(0, line - prefix_lines)), off - 4 * prefix_chars)
     prefix = tail_text(data, window_start, off, prefix_chars)
     last_line = min(buf.line_count - 1, line + suffix_lines)
     suffix_end = min(buf.line_end(last_line), off + 4 * suffix_chars)
 
     tree, spec = doc.tree, doc.spec
-
-    def prompt_of(suffix: str) -> tuple[str, str]:
-        return prompt_window(
-            doc,
-            off,
-            line,
-            kind=prompt,
-            scope_suffix=suffix,
-            sliding_prefix=prefix,
-            prefix_chars=prefix_chars,
-            prefix_lines=prefix_lines,
-            suffix_chars=suffix_chars,
-        )
-
     anchor = last_content_byte(data, window_start, off)
     if tree is None or spec is None:
         suffix = head_text(data, off, suffix_end, suffix_chars)
-        prompt_prefix, prompt_suffix = prompt_of(suffix)
+        prompt_prefix, prompt_suffix = prompt_window(
+            doc, off, line, kind=prompt, scope_suffix=suffix, sliding_prefix=prefix,
+            prefix_chars=prefix_chars, prefix_lines=prefix_lines, suffix_chars=suffix_chars,
+        )
         return SyntaxContext(
             language=doc.language,
             line=line,
@@ -180,9 +171,12 @@ def syntax_context(
             prompt_suffix=prompt_suffix,
         )
 
-    path = node_path(tree, anchor) if anchor is not None else [tree.root_node]
-    opener = block_opener(tree, spec, buf, path, anchor, line_start, line_suffix, at_line_start)
-    closed: Node | None = None
+    full_path = node_path(tree, anchor) if anchor is not None else [tree.root_node]
+    root = full_path[0]
+    opener = block_opener(
+        tree, spec, buf, full_path, anchor, line_start, line_suffix, at_line_start
+    )
+    path, closed = full_path, None
     if spec.indent_scoped:
         if at_line_start and anchor is not None and anchor < line_start:
             path, closed = _close_by_indent(buf, spec, path, off - line_start)
@@ -198,7 +192,6 @@ def syntax_context(
             parent_type = kind
             break
     scopes = spec.scopes_on(path[:-1] if closed else path)
-    root = tree.root_node
     if not scopes or scopes[0] != root:
         scopes.insert(0, root)
     scope = scopes[-1]
@@ -206,7 +199,10 @@ def syntax_context(
     scope_end = len(data) if scope == root else scope.end_byte
     bound = suffix_bound(doc, spec, line_start, line_end, scope_end, 4 * scope_chars)
     suffix = head_text(data, off, min(suffix_end, max(off, bound)), suffix_chars)
-    prompt_prefix, prompt_suffix = prompt_of(suffix)
+    prompt_prefix, prompt_suffix = prompt_window(
+        doc, off, line, kind=prompt, scope_suffix=suffix, sliding_prefix=prefix,
+        prefix_chars=prefix_chars, prefix_lines=prefix_lines, suffix_chars=suffix_chars,
+    )
     return SyntaxContext(
         language=doc.language,
         line=line,
@@ -222,7 +218,7 @@ def syntax_context(
         line_prefix=line_prefix,
         line_suffix=line_suffix,
         preceding_lines=preceding,
-        line_context=line_context(doc, tree, spec, line_start, scope_chars),
+        line_context=line_context(doc, spec, full_path, line_start, scope_chars),
         prefix=prefix,
         suffix=suffix,
         at_line_start=at_line_start,
@@ -232,6 +228,34 @@ def syntax_context(
         prompt_prefix=prompt_prefix,
         prompt_suffix=prompt_suffix,
     )
+
+
+def _preceding_lines(doc: Document, line: int, chars: int) -> tuple[str, ...]:
+    """The last ``chars`` characters of each of the ``PRECEDING_LINES`` lines before ``line``.
+
+    Read again only when the bytes of those lines changed since the last
+    time (``lsp_server.documents.line_memo``): typing on a line does not
+    change them.
+    """
+    buf = doc.buffer
+    data = buf.data
+    first = max(0, line - PRECEDING_LINES)
+    start = buf.line_start(first)
+    end = buf.line_start(line)
+    memo = doc.line_memo.preceding
+    if (
+        memo is not None
+        and memo.start == start
+        and memo.chars == chars
+        and len(memo.text) == end - start
+        and data.startswith(memo.text, start)
+    ):
+        return memo.lines
+    lines = tuple(
+        tail_text(data, buf.line_start(n), buf.line_end(n), chars) for n in range(first, line)
+    )
+    doc.line_memo.preceding = PrecedingLines(start, bytes(data[start:end]), chars, lines)
+    return lines
 
 
 def completion_context(

@@ -27,6 +27,26 @@ def node_path(tree: Tree, byte: int) -> list[Node]:
     return path
 
 
+def node_path_near(path: list[Node], byte: int) -> list[Node]:
+    """``node_path`` of ``byte``, sharing what it can of ``path`` (another byte's path).
+
+    Siblings never overlap, so the nodes of ``path`` that contain ``byte``
+    are the first nodes of its own path too: the descent starts at the
+    deepest of them instead of at the root.
+    """
+    depth = len(path) - 1
+    while depth > 0 and not path[depth].start_byte <= byte < path[depth].end_byte:
+        depth -= 1
+    near = path[: depth + 1]
+    cursor = near[-1].walk()
+    while cursor.goto_first_child_for_byte(byte) is not None:
+        node = cursor.node
+        if node is None or node.start_byte > byte:
+            break
+        near.append(node)
+    return near
+
+
 #: bytes looked at first by ``last_content_byte``: the anchor is nearly always close
 _NEAR = 64
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -130,33 +130,39 @@ class LanguageSpec:
 
     # -- scopes ----------------------------------------------------------------
 
+    @cached_property
+    def _scope_kinds(self) -> _ScopeKinds:
+        return _ScopeKinds.of(self)
+
     def is_scope(self, node: Node, parent: Node | None) -> bool:
         """Whether ``node`` (whose parent is ``parent``) is a scope."""
-        kind = node.type
-        if kind in self.scope_types:
-            return kind not in self.bodied_types or node.child_by_field_name("body") is not None
-        parents = self.named_scope_types.get(kind)
-        return parents is not None and parent is not None and parent.type in parents
+        kinds = self._scope_kinds
+        kind = node.kind_id
+        if kind in kinds.scopes:
+            return kind not in kinds.bodied or node.child_by_field_name("body") is not None
+        parents = kinds.named.get(kind)
+        return parents is not None and parent is not None and parent.kind_id in parents
 
     def scopes_on(self, path: Sequence[Node]) -> list[Node]:
         """The scopes among ``path`` (a root-to-leaf path), outermost first.
 
-        The same test as ``is_scope``, with each node's type read once (this
+        The same test as ``is_scope``, with each node's kind read once (this
         runs twice per keystroke).
         """
-        scope_types, bodied, named = self.scope_types, self.bodied_types, self.named_scope_types
+        kinds = self._scope_kinds
+        scope_kinds, bodied, named = kinds.scopes, kinds.bodied, kinds.named
         scopes: list[Node] = []
-        parent_type: str | None = None
+        parent = -1
         for node in path:
-            kind = node.type
-            if kind in scope_types:
+            kind = node.kind_id
+            if kind in scope_kinds:
                 if kind not in bodied or node.child_by_field_name("body") is not None:
                     scopes.append(node)
-            elif parent_type is not None:
+            elif parent >= 0:
                 parents = named.get(kind)
-                if parents is not None and parent_type in parents:
+                if parents is not None and parent in parents:
                     scopes.append(node)
-            parent_type = kind
+            parent = kind
         return scopes
 
     # -- lines -------------------------------------------------------------------
@@ -202,3 +208,43 @@ class LanguageSpec:
         return (
             opening is not None and bool(opening.search(body)) and not self._closed.search(body)
         )
+
+
+#: the kinds tree-sitter gives every grammar: ``ERROR`` and its repetition
+_BUILTIN_KINDS = (0xFFFE, 0xFFFF)
+
+
+@dataclass(frozen=True)
+class _ScopeKinds:
+    """A spec's scope node types as the grammar's kind ids (``Node.kind_id``).
+
+    Comparing small ints is cheaper than reading ``Node.type`` (a new
+    string each time) and hashing it. A type name may belong to several
+    ids (a named rule and an anonymous token, say); every id whose name is
+    listed counts, so ``node.kind_id in scopes`` is ``node.type in
+    scope_types`` exactly.
+    """
+
+    scopes: frozenset[int]
+    bodied: frozenset[int]
+    #: node kind -> parent kinds under which it is a scope
+    named: Mapping[int, frozenset[int]]
+
+    @classmethod
+    def of(cls, spec: LanguageSpec) -> _ScopeKinds:
+        language = spec.language
+        ids: dict[str, set[int]] = {}
+        for kind in (*range(language.node_kind_count), *_BUILTIN_KINDS):
+            name = language.node_kind_for_id(kind)
+            if name is not None:
+                ids.setdefault(name, set()).add(kind)
+
+        def kinds_of(names: Iterable[str]) -> frozenset[int]:
+            return frozenset(k for name in names for k in ids.get(name, ()))
+
+        named = {
+            kind: kinds_of(parents)
+            for name, parents in spec.named_scope_types.items()
+            for kind in ids.get(name, ())
+        }
+        return cls(kinds_of(spec.scope_types), kinds_of(spec.bodied_types), named)
