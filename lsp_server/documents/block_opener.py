@@ -34,25 +34,33 @@ def block_opener(
     if anchor is None or not _opener_place(anchor, line_start, line_suffix, at_line_start):
         return False
     leaf = path[-1]
-    header_start = buf.line_start(buf.line_of(leaf.start_byte))
-    if "comment" in leaf.type:
+    kind = leaf.type
+    # the start of the header's line, read only where it is needed
+    header_start = -1
+    if "comment" in kind:
         # "if x:  # why" still opens a block: look before the comment on its line
+        header_start = buf.line_start(buf.line_of(leaf.start_byte))
         head = buf.data[header_start : leaf.start_byte].rstrip()
         if not head:
             return False
         path = node_path(tree, header_start + len(head) - 1)
         leaf = path[-1]
-    if leaf.type not in spec.block_tokens or leaf.is_named or len(path) < 2:
+        kind = leaf.type
+    if kind not in spec.block_tokens or leaf.is_named or len(path) < 2:
         # Ruby's "def name", Lua's "function f(x)": the header's words open the block
-        return spec.opening_pattern is not None and spec.header_opens(
-            decode_text(buf.data[header_start : leaf.end_byte])
-        )
+        if spec.opening_pattern is None:
+            return False
+        if header_start < 0:
+            header_start = buf.line_start(buf.line_of(leaf.start_byte))
+        return spec.header_opens(decode_text(buf.data[header_start : leaf.end_byte]))
     parent = path[-2].type
     if not spec.block_types or parent in spec.block_types:
         return True
     if parent != ERROR_NODE:
         return False
     # incomplete code: trust the colon only on a line that starts like a block header
+    if header_start < 0:
+        header_start = buf.line_start(buf.line_of(leaf.start_byte))
     words = decode_text(buf.data[header_start : leaf.start_byte]).split(maxsplit=1)
     return bool(words) and words[0].rstrip(":") in spec.block_keywords
 

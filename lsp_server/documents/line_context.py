@@ -40,34 +40,34 @@ def line_context(
     doc: Document,
     spec: LanguageSpec,
     cursor_path: list[Node],
+    cursor_scopes: list[int],
     line_start: int,
     scope_chars: int,
 ) -> str:
     """Scope-local text before the line, from the scope enclosing the line's start.
 
-    ``cursor_path`` is the cursor's own ``node_path`` in the document's tree:
-    the path to the line's start shares its first nodes.
+    ``cursor_path`` is the cursor's own ``node_path`` in the document's tree
+    and ``cursor_scopes`` its ``LanguageSpec.scope_depths``: the path to the
+    line's start shares its first nodes, and their scopes.
     """
     data = doc.buffer.data
     window = max(0, line_start - 4 * scope_chars)
     head = last_content_byte(data, window, line_start)
     scope_start = 0
     if head is not None:
-        root = cursor_path[0]
-        path = node_path_near(cursor_path, head)
         memos = doc.line_memo
         memo = memos.line_scope
         # an ERROR node anywhere in the tree makes the root's has_error true
-        if root.has_error:
+        if cursor_path[0].has_error:
             # error recovery around an incomplete line: keep what was found first
             if memo is not None and _same_text(memo, data, window, line_start):
                 scope_start = memo.scope_start
             else:
-                scope_start = _scope_start(root, spec, path)
+                scope_start = _scope_start(spec, cursor_path, cursor_scopes, head)
                 before = bytes(data[window:line_start])
                 memos.line_scope = LineScope(line_start, window, before, scope_start, False)
         else:
-            scope_start = _scope_start(root, spec, path)
+            scope_start = _scope_start(spec, cursor_path, cursor_scopes, head)
             if (
                 memo is None
                 or not memo.clean
@@ -88,12 +88,22 @@ def _same_text(memo: LineScope, data: bytearray, window: int, line_start: int) -
     )
 
 
-def _scope_start(root: Node, spec: LanguageSpec, path: list[Node]) -> int:
-    """Start of the innermost scope (below the root) on ``path``; 0 for the root."""
-    scopes = spec.scopes_on(path)
-    if not scopes or scopes[-1] == root:
-        return 0
-    return scopes[-1].start_byte
+def _scope_start(
+    spec: LanguageSpec, cursor_path: list[Node], cursor_scopes: list[int], byte: int
+) -> int:
+    """Start of the innermost scope (below the root) containing ``byte``; 0 for the root.
+
+    ``byte``'s path shares its first nodes with the cursor's path, and so
+    the scopes among them (``cursor_scopes``): only the nodes below are tested.
+    """
+    path, shared = node_path_near(cursor_path, byte)
+    below = spec.scope_depths(path, shared + 1)
+    if below:
+        return path[below[-1]].start_byte
+    for depth in reversed(cursor_scopes):
+        if depth <= shared:
+            return path[depth].start_byte if depth > 0 else 0
+    return 0
 
 
 def suffix_bound(

@@ -151,6 +151,21 @@ class TextBuffer:
             hi += 1
         # index range of the line starts s with lo < s <= hi
         first = self.line_of(lo) + 1
+        if (
+            b"\n" not in new
+            and b"\r" not in new
+            and data.find(b"\n", lo, end) < 0
+            and data.find(b"\r", lo, end) < 0
+        ):
+            # typing inside a line: no line break is made, cut or joined, so the
+            # line starts after the edit only shift
+            self._settle(first)
+            data[start:end] = new
+            self.ascii = self.ascii and new.isascii()
+            self._shift += len(new) - (end - start)
+            if first >= len(self._starts):
+                self._shift_from, self._shift = len(self._starts), 0
+            return
         last = self.line_of(hi)
         self._settle(last + 1)
         old_lone = self._count_lone_cr(lo, hi)

@@ -173,6 +173,7 @@ def syntax_context(
 
     full_path = node_path(tree, anchor) if anchor is not None else [tree.root_node]
     root = full_path[0]
+    depths = spec.scope_depths(full_path)
     opener = block_opener(
         tree, spec, buf, full_path, anchor, line_start, line_suffix, at_line_start
     )
@@ -191,7 +192,9 @@ def syntax_context(
         if n != node and (kind := n.type) != ERROR_NODE:
             parent_type = kind
             break
-    scopes = spec.scopes_on(path[:-1] if closed else path)
+    # the cut path is the start of the full one: so are its scopes
+    limit = len(path) - 1 if closed else len(path)
+    scopes = [full_path[d] for d in depths if d < limit]
     if not scopes or scopes[0] != root:
         scopes.insert(0, root)
     scope = scopes[-1]
@@ -218,7 +221,7 @@ def syntax_context(
         line_prefix=line_prefix,
         line_suffix=line_suffix,
         preceding_lines=preceding,
-        line_context=line_context(doc, spec, full_path, line_start, scope_chars),
+        line_context=line_context(doc, spec, full_path, depths, line_start, scope_chars),
         prefix=prefix,
         suffix=suffix,
         at_line_start=at_line_start,
@@ -283,8 +286,15 @@ def _close_by_token(
     it. A closer tree-sitter only inserted (``MISSING``, while the user types
     the body) does not close anything.
     """
-    for i, node in enumerate(path[1:], start=1):
-        if node.end_byte != anchor + 1 or not spec.is_scope(node, path[i - 1]):
+    # every node on the path contains the anchor and ends no later than its
+    # parent, so those that end right after the anchor are the path's last ones
+    end = anchor + 1
+    first = len(path)
+    while first > 1 and path[first - 1].end_byte == end:
+        first -= 1
+    for i in range(first, len(path)):
+        node = path[i]
+        if not spec.is_scope(node, path[i - 1]):
             continue
         last = node
         while last.child_count:

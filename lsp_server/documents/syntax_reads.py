@@ -27,12 +27,13 @@ def node_path(tree: Tree, byte: int) -> list[Node]:
     return path
 
 
-def node_path_near(path: list[Node], byte: int) -> list[Node]:
-    """``node_path`` of ``byte``, sharing what it can of ``path`` (another byte's path).
+def node_path_near(path: list[Node], byte: int) -> tuple[list[Node], int]:
+    """``node_path`` of ``byte`` sharing what it can of ``path`` (another byte's path).
 
     Siblings never overlap, so the nodes of ``path`` that contain ``byte``
     are the first nodes of its own path too: the descent starts at the
-    deepest of them instead of at the root.
+    deepest of them instead of at the root. Returns the path and the depth
+    of the last node it shares with ``path``.
     """
     depth = len(path) - 1
     while depth > 0 and not path[depth].start_byte <= byte < path[depth].end_byte:
@@ -44,7 +45,7 @@ def node_path_near(path: list[Node], byte: int) -> list[Node]:
         if node is None or node.start_byte > byte:
             break
         near.append(node)
-    return near
+    return near, depth
 
 
 #: bytes looked at first by ``last_content_byte``: the anchor is nearly always close

@@ -144,26 +144,31 @@ class LanguageSpec:
         return parents is not None and parent is not None and parent.kind_id in parents
 
     def scopes_on(self, path: Sequence[Node]) -> list[Node]:
-        """The scopes among ``path`` (a root-to-leaf path), outermost first.
+        """The scopes among ``path`` (a root-to-leaf path), outermost first."""
+        return [path[i] for i in self.scope_depths(path)]
 
-        The same test as ``is_scope``, with each node's kind read once (this
-        runs twice per keystroke).
+    def scope_depths(self, path: Sequence[Node], start: int = 0) -> list[int]:
+        """Where the scopes are among ``path[start:]`` (indexes into ``path``), outermost first.
+
+        ``path`` is a root-to-leaf path. The same test as ``is_scope``, with
+        each node's kind read once (this runs on every keystroke).
         """
         kinds = self._scope_kinds
         scope_kinds, bodied, named = kinds.scopes, kinds.bodied, kinds.named
-        scopes: list[Node] = []
-        parent = -1
-        for node in path:
+        depths: list[int] = []
+        parent = path[start - 1].kind_id if start > 0 else -1
+        for depth in range(start, len(path)):
+            node = path[depth]
             kind = node.kind_id
             if kind in scope_kinds:
                 if kind not in bodied or node.child_by_field_name("body") is not None:
-                    scopes.append(node)
+                    depths.append(depth)
             elif parent >= 0:
                 parents = named.get(kind)
                 if parents is not None and parent in parents:
-                    scopes.append(node)
+                    depths.append(depth)
             parent = kind
-        return scopes
+        return depths
 
     # -- lines -------------------------------------------------------------------
 
