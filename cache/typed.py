@@ -124,15 +124,22 @@ class TypedThroughIndex:
         return None
 
     def completed(self, anchor: LineAnchor, line_prefix: str) -> CachedCompletion | None:
-        """A one-line entry the user has typed to its very end, or None.
+        """A one-line answer the user has typed to its very end, or None.
 
         The model's answer stopped there: it predicted nothing more on this
-        line, so asking it again at exactly this point is wasted.
+        line, so asking it again at exactly this point is wasted. The last
+        line of a multi-line answer (a ``continuation`` entry) does not
+        count: that answer stopped where the whole answer did, often at its
+        length budget in the middle of the line.
         """
         for depth, holder in reversed(self._candidates(anchor, line_prefix)):
             typed = line_prefix[depth:]
             for entry in reversed(holder.entries):
-                if entry.text == typed and "\n" not in entry.text:
+                if (
+                    entry.text == typed
+                    and "\n" not in entry.text
+                    and entry.origin != "continuation"
+                ):
                     return entry
         return None
 

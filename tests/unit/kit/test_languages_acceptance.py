@@ -24,18 +24,6 @@ from lsp_server.observe.trace.writer import write_trace
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "languages"
 FILES = sorted(DATA.iterdir())
-#: known shortfalls, kept visible: the test must start passing when they are fixed
-KNOWN = {
-    "graph.cpp": "1 of 1,897 requests: a one-line entry stored at the line's start ends at "
-    "'std::' and, typed through to its end, is served as 'nothing more on this line' "
-    "where a fresh answer continues it (useful 1892 vs 1893 for policy none)",
-}
-PARAMS = [
-    pytest.param(p, id=p.name, marks=[pytest.mark.xfail(strict=True, reason=KNOWN[p.name])])
-    if p.name in KNOWN
-    else pytest.param(p, id=p.name)
-    for p in FILES
-]
 #: every core language except Python (whose bar is tested with its samples)
 CORE = ("javascript", "typescript", "go", "rust", "java", "c", "cpp")
 
@@ -48,7 +36,7 @@ def test_there_is_a_realistic_file_for_every_core_language() -> None:
         assert path.read_text(encoding="utf-8").count("\n") >= 90, path.name
 
 
-@pytest.mark.parametrize("path", PARAMS)
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
 def test_hybrid_serves_85_percent_without_upstream_never_stale_and_as_useful_as_none(
     tmp_path: Path, path: Path
 ) -> None:
