@@ -121,7 +121,10 @@ class _DeadlineInput:
         if self.expired:
             return b""
         scratch = _scratch.data
-        scratch[:] = self.data[offset : offset + _READ_CHUNK]
+        try:
+            scratch[:] = self.data[offset : offset + _READ_CHUNK]
+        except BufferError:  # still held: a binding that lets go later than 0.26 does
+            return bytes(self.data[offset : offset + _READ_CHUNK])
         return scratch
 
     def progress(self, _offset: int, _has_error: bool) -> bool:

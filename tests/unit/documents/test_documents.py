@@ -300,11 +300,13 @@ def test_a_parse_past_its_deadline_returns_none_instead_of_a_tree() -> None:
 
 
 @pytest.mark.timeout(60)
-def test_opening_text_the_grammar_loops_on_serves_it_text_only() -> None:
-    doc = DocumentStore().open(TSX_URI, "typescriptreact", 1, TSX_LOOP)
+# the second text is the reproduction in tree-sitter-typescript#323
+@pytest.mark.parametrize("text", [TSX_LOOP, "<a {{b:>c:d(e f)\n"])
+def test_opening_text_the_grammar_loops_on_serves_it_text_only(text: str) -> None:
+    doc = DocumentStore().open(TSX_URI, "typescriptreact", 1, text)
     assert doc.tree is None and doc.parse_skipped == "parse timed out"
-    assert doc.text == TSX_LOOP
-    assert doc.line_text(0) == TSX_LOOP.rstrip("\n")
+    assert doc.text == text
+    assert doc.line_text(0) == text.rstrip("\n")
 
 
 @pytest.mark.timeout(60)
