@@ -55,8 +55,16 @@ PARSE_DEADLINE_PER_MB = 2.0
 PARSE_RETRY_EDITS = 64
 #: at most this many after repeated time-outs
 PARSE_RETRY_EDITS_MAX = 4096
-#: bytes handed to the parser per read
+#: bytes handed to the parser by a parse's first read, doubled per further
+#: read up to ``_READ_CHUNK_MAX``: a keystroke in TypeScript reads once, a
+#: keystroke in JavaScript walks the whole file (its grammar re-lexes a token
+#: at every top-level statement), so few reads and one copy each
 _READ_CHUNK = 4096
+_READ_CHUNK_MAX = 262144
+#: progress callbacks per look at the clock: tree-sitter calls back every
+#: hundred or so parse operations, and reading a thread's CPU clock is a
+#: system call that would cost a keystroke about 10%
+_CLOCK_EVERY = 16
 #: languages whose missing grammar was already reported (once per process)
 _missing_reported: set[str] = set()
 
@@ -101,14 +109,21 @@ class _DeadlineInput:
     ``Node.text`` reads only ``bytes``, and releases them).
     """
 
-    __slots__ = ("clock", "data", "deadline", "expired", "parsing")
+    __slots__ = (
+        "budget", "chunk", "clock", "countdown", "data", "deadline", "expired", "parsing",
+    )
 
     def __init__(
-        self, data: bytes | bytearray, deadline: float, clock: Callable[[], float]
+        self, data: bytes | bytearray, budget: float, clock: Callable[[], float]
     ) -> None:
         self.data = data
-        self.deadline = deadline
+        self.budget = budget
         self.clock = clock
+        #: set at the first progress call: a parse too short to call back
+        #: never reads the clock
+        self.deadline: float | None = None
+        self.countdown = 1
+        self.chunk = _READ_CHUNK
         self.expired = False
         self.parsing = True
 
@@ -120,16 +135,25 @@ class _DeadlineInput:
             return bytes(self.data[offset : offset + _READ_CHUNK]) or b"\0"
         if self.expired:
             return b""
+        end = offset + self.chunk
+        self.chunk = min(2 * self.chunk, _READ_CHUNK_MAX)
         scratch = _scratch.data
         try:
-            scratch[:] = self.data[offset : offset + _READ_CHUNK]
+            scratch[:] = memoryview(self.data)[offset:end]  # one copy
         except BufferError:  # still held: a binding that lets go later than 0.26 does
-            return bytes(self.data[offset : offset + _READ_CHUNK])
+            return bytes(self.data[offset:end])
         return scratch
 
     def progress(self, _offset: int, _has_error: bool) -> bool:
         """True (cancel the parse) once the deadline has passed. Must never raise."""
-        if self.clock() > self.deadline:
+        self.countdown -= 1
+        if self.countdown:
+            return False
+        self.countdown = _CLOCK_EVERY
+        now = self.clock()
+        if self.deadline is None:
+            self.deadline = now + self.budget
+        elif now > self.deadline:
             self.expired = True
         return self.expired
 
@@ -151,13 +175,15 @@ def bounded_parse(
 
     The deadline defaults to ``parse_deadline(len(data))`` and is measured on
     ``clock``, this thread's CPU time by default (a busy machine does not make
-    a real parse time out; a grammar caught in a loop burns CPU). tree-sitter
-    calls the progress callback while it works and stops when it answers
-    True; the parser is reset then, ready for the next parse.
+    a real parse time out; a grammar caught in a loop burns CPU), from
+    tree-sitter's first progress call, which it makes every hundred or so
+    operations; the clock is read every ``_CLOCK_EVERY`` calls. tree-sitter
+    stops when the callback answers True; the parser is reset then, ready for
+    the next parse.
     """
     if deadline_seconds is None:
         deadline_seconds = parse_deadline(len(data))
-    source = _DeadlineInput(data, clock() + deadline_seconds, clock)
+    source = _DeadlineInput(data, deadline_seconds, clock)
     try:
         if old is None:
             tree = parser.parse(source.read, progress_callback=source.progress)
