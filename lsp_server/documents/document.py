@@ -193,8 +193,12 @@ def bounded_parse(
         # a cancelled parse returns no tree, which the binding reports as
         # ValueError("Parsing failed")
         if not source.expired:
+            parser.reset()
             raise
         tree = None
+    except BaseException:
+        parser.reset()  # a parse stopped half-way would otherwise resume next time
+        raise
     finally:
         source.parsing = False
     if source.expired:

@@ -302,6 +302,23 @@ def test_a_parse_past_its_deadline_returns_none_instead_of_a_tree() -> None:
     assert not parser.parse(long_text).root_node.has_error
 
 
+def test_an_error_in_the_deadline_check_stops_the_parse_and_leaves_the_parser_usable() -> None:
+    long_text = (SOURCE * 200).encode()
+    calls = itertools.count()
+
+    def failing_clock() -> float:
+        if next(calls) >= 1:
+            raise RuntimeError("clock failed")
+        return 0.0
+
+    parser = Parser(PYTHON.language)
+    with pytest.raises(RuntimeError, match="clock failed"):
+        bounded_parse(parser, long_text, clock=failing_clock)
+    tree = bounded_parse(parser, SOURCE.encode())
+    assert tree is not None and not tree.root_node.has_error
+    assert tree.root_node.end_byte == len(SOURCE.encode())
+
+
 @pytest.mark.timeout(60)
 # the second text is the reproduction in tree-sitter-typescript#323
 @pytest.mark.parametrize("text", [TSX_LOOP, "<a {{b:>c:d(e f)\n"])
