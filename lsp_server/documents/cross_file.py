@@ -9,6 +9,12 @@
    it, so that further edits nearby keep the same block), or its first lines
    when it was not edited here.
 
+A chunk larger than what is left of the budget is cut rather than left out:
+a region to the largest aligned block (half, a quarter ... of
+``CHUNK_LINES`` lines) around the edit that fits, a definition to its first
+lines that fit. Both cuts depend only on the other document's text and the
+budget, so they too stay the same while the user types.
+
 Never from a document matched by ``exclude``, never a chunk that looks like
 it holds a credential (``lsp_server.documents.exclude.looks_secret``), never a chunk of
 the document being completed.
@@ -57,6 +63,13 @@ class _Candidate:
     #: what the chunk is, stable across edits: (uri, "definition" | "region", detail)
     ident: tuple[str, str, str]
     chunk: ContextChunk
+    #: the same chunk cut to at most this many characters of budget (None: none fits)
+    fit: Callable[[int], _Candidate | None] | None = None
+
+    @property
+    def cost(self) -> int:
+        """The budget the chunk takes: its text and its file name."""
+        return len(self.chunk.text) + len(self.chunk.filename) + 1
 
 
 class CrossFileContext:
@@ -124,9 +137,12 @@ class CrossFileContext:
         for candidate in self._candidates(doc, settings.exclude):
             if candidate.ident in seen:
                 continue
-            cost = len(candidate.chunk.text) + len(candidate.chunk.filename) + 1
-            if cost > budget:
-                continue
+            if candidate.cost > budget:
+                cut = candidate.fit(budget) if candidate.fit is not None else None
+                if cut is None or cut.cost > budget or cut.ident in seen:
+                    continue
+                candidate = cut
+            cost = candidate.cost
             if looks_secret(candidate.chunk.text):
                 logger.debug("chunk of %s left out: looks like a credential", candidate.ident[0])
                 continue
@@ -155,19 +171,32 @@ class CrossFileContext:
             if region is not None:
                 yield region
 
-    def _region(self, doc: Document) -> _Candidate | None:
+    def _region(self, doc: Document, lines: int = CHUNK_LINES) -> _Candidate | None:
+        """The block of ``lines`` lines around ``doc``'s last edit (a multiple of ``lines``)."""
         buf = doc.buffer
         edited = self._touched.get(doc.uri, (0, None))[1]
         first = 0
         if edited is not None:
-            first = min(edited, buf.line_count - 1) // CHUNK_LINES * CHUNK_LINES
-        last = min(buf.line_count - 1, first + CHUNK_LINES - 1)
+            first = min(edited, buf.line_count - 1) // lines * lines
+        last = min(buf.line_count - 1, first + lines - 1)
         text = decode_text(buf.data[buf.line_start(first) : buf.line_end(last)])
         if not text.strip():
             return None
+        ident = (doc.uri, "region", str(first) if lines == CHUNK_LINES else f"{first}/{lines}")
         return _Candidate(
-            (doc.uri, "region", str(first)), ContextChunk(self.filename(doc.uri), text + "\n")
+            ident,
+            ContextChunk(self.filename(doc.uri), text + "\n"),
+            fit=None if lines == 1 else lambda budget: self._region_within(doc, lines // 2, budget),
         )
+
+    def _region_within(self, doc: Document, lines: int, budget: int) -> _Candidate | None:
+        """The largest aligned block of at most ``lines`` lines around the edit in ``budget``."""
+        while lines >= 1:
+            region = self._region(doc, lines)
+            if region is not None and region.cost <= budget:
+                return region
+            lines //= 2
+        return None
 
     def _imported_definitions(
         self, doc: Document, others: list[Document]
@@ -183,9 +212,11 @@ class CrossFileContext:
                 if names and name not in names:
                     continue
                 text = _head_lines(decode_text(target.buffer.data[node.start_byte : node.end_byte]))
+                filename = self.filename(target.uri)
                 yield _Candidate(
                     (target.uri, "definition", name),
-                    ContextChunk(self.filename(target.uri), text),
+                    ContextChunk(filename, text),
+                    fit=_definition_within(target.uri, name, filename, text),
                 )
 
 
@@ -253,9 +284,29 @@ def _top_level_definitions(doc: Document) -> Iterator[tuple[str, Node]]:
             yield name.text.decode("utf-8", "replace"), node
 
 
-def _head_lines(text: str) -> str:
-    lines = text.splitlines()[:DEFINITION_LINES]
+def _head_lines(text: str, count: int = DEFINITION_LINES) -> str:
+    lines = text.splitlines()[:count]
     return "".join(f"{line}\n" for line in lines)
+
+
+def _definition_within(
+    uri: str, name: str, filename: str, text: str
+) -> Callable[[int], _Candidate | None]:
+    """A definition's first lines that fit a budget (none when not even its first does)."""
+
+    def fit(budget: int) -> _Candidate | None:
+        room = budget - len(filename) - 1
+        kept: list[str] = []
+        for line in text.splitlines(keepends=True):
+            if room < len(line):
+                break
+            kept.append(line)
+            room -= len(line)
+        if not kept:
+            return None
+        return _Candidate((uri, "definition", name), ContextChunk(filename, "".join(kept)))
+
+    return fit
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,6 +143,42 @@ def test_the_chunks_never_exceed_the_budget(
     assert sum(len(c.text) + len(c.filename) + 1 for c in chunks) <= 500
 
 
+WIDE_TEXT = "".join(f"wide_{n} = '{'x' * 40}'\n" for n in range(200))
+
+
+def test_a_region_larger_than_the_budget_is_cut_to_a_smaller_block_around_the_edit(
+    store: DocumentStore, context: CrossFileContext, settings: Settings
+) -> None:
+    # 32 of these lines are about 1,700 characters: more than the whole budget
+    settings.context.max_chars = 800
+    wide = open_doc(store, context, f"{ROOT}/lib/wide.py", WIDE_TEXT)
+    edit(store, context, wide, 100, "edited = True\n")
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    (region,) = context.chunks_for(main)
+    assert len(region.text) + len(region.filename) + 1 <= 800
+    assert "edited = True\n" in region.text
+    # 16 lines do not fit, 8 do: the aligned block of 8 around line 100
+    lines = region.text.splitlines()
+    assert len(lines) == 8
+    assert lines[0].startswith("wide_96 = ")
+    for n in range(20):
+        edit(store, context, main, 6, f"    x{n} = {n}\n")
+        assert context.chunks_for(main) == (region,)
+
+
+def test_a_definition_larger_than_the_budget_sends_its_first_lines(
+    store: DocumentStore, context: CrossFileContext, settings: Settings
+) -> None:
+    settings.context.max_chars = 120
+    body = "".join(f"    step_{n} = {n} * r\n" for n in range(30))
+    open_doc(store, context, SHAPES, f"def area(r):\n{body}    return r\n")
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    (definition,) = context.chunks_for(main)
+    assert definition.text.startswith("def area(r):\n    step_0 = 0 * r\n")
+    assert len(definition.text) + len(definition.filename) + 1 <= 120
+    assert definition.text.endswith("\n")
+
+
 def test_excluded_files_and_credentials_never_leave(
     store: DocumentStore, context: CrossFileContext
 ) -> None:
