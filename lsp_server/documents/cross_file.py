@@ -2,8 +2,9 @@
 
 ``CrossFileContext.chunks_for(doc)`` picks, within ``context.maxChars``:
 
-1. the definitions of the names the document imports (Python ``import`` and
-   ``from ... import``), when the file that defines them is open;
+1. the definitions of the names the document imports, when the file that
+   defines them is open (Python, JavaScript/TypeScript and Go, by the rules
+   of ``lsp_server.documents.languages.imports``);
 2. a chunk of every other open document, most recently edited first: the
    lines around its last edit (the block of ``CHUNK_LINES`` lines containing
    it, so that further edits nearby keep the same block), or its first lines
@@ -37,8 +38,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from tree_sitter import Node
-
 from lsp_server.documents.document import Document
 from lsp_server.documents.exclude import is_excluded, looks_secret, uri_path
 from lsp_server.documents.positions import decode_text
@@ -54,9 +53,6 @@ CHUNK_LINES = 32
 DEFINITION_LINES = 40
 #: most documents considered per request (the most recently touched)
 MAX_DOCUMENTS = 16
-
-_DEFINITIONS = ("function_definition", "class_definition")
-
 
 @dataclass(frozen=True, slots=True)
 class _Candidate:
@@ -201,87 +197,32 @@ class CrossFileContext:
     def _imported_definitions(
         self, doc: Document, others: list[Document]
     ) -> Iterator[_Candidate]:
-        if doc.language != "python" or doc.tree is None or not others:
+        rules = doc.spec.imports if doc.spec is not None else None
+        if rules is None or doc.tree is None or not others:
             return
-        by_module = _modules(others)
-        for module, names in _python_imports(doc):
-            target = by_module.get(_resolve(module, doc.uri))
+        by_key: dict[str, Document] = {}
+        for other in others:
+            # one module system: TypeScript imports JavaScript files and back
+            if other.spec is not None and other.spec.imports is rules:
+                for key in rules.module_keys(uri_path(other.uri)):
+                    by_key.setdefault(key, other)
+        importer = uri_path(doc.uri)
+        for imported in rules.read_imports(doc.tree.root_node):
+            target = next(
+                (by_key[k] for k in rules.resolve(imported.module, importer) if k in by_key), None
+            )
             if target is None or target.tree is None:
                 continue
-            for name, node in _top_level_definitions(target):
-                if names and name not in names:
+            filename = self.filename(target.uri)
+            for name, node in rules.read_definitions(target.tree.root_node):
+                if imported.names and name not in imported.names:
                     continue
                 text = _head_lines(decode_text(target.buffer.data[node.start_byte : node.end_byte]))
-                filename = self.filename(target.uri)
                 yield _Candidate(
                     (target.uri, "definition", name),
                     ContextChunk(filename, text),
                     fit=_definition_within(target.uri, name, filename, text),
                 )
-
-
-def _modules(docs: list[Document]) -> dict[str, Document]:
-    """Open Python documents by every dotted name they could be imported as."""
-    found: dict[str, Document] = {}
-    for doc in docs:
-        if doc.language != "python":
-            continue
-        parts = PurePosixPath(uri_path(doc.uri)).with_suffix("").parts
-        if parts and parts[-1] == "__init__":
-            parts = parts[:-1]
-        for i in range(len(parts) - 1, 0, -1):
-            found.setdefault(".".join(parts[i:]), doc)
-        found.setdefault(uri_path(doc.uri), doc)
-    return found
-
-
-def _resolve(module: str, importer: str) -> str:
-    """A module name as ``_modules`` keys it; relative imports resolve by path."""
-    if not module.startswith("."):
-        return module
-    dots = len(module) - len(module.lstrip("."))
-    base = PurePosixPath(uri_path(importer)).parents[dots - 1]
-    rest = module.lstrip(".")
-    dotted = ".".join(base.parts[1:]) if base.parts else ""
-    return ".".join(p for p in (dotted, rest) if p)
-
-
-def _python_imports(doc: Document) -> Iterator[tuple[str, set[str]]]:
-    """(module, imported names) of the top-level imports; no names means the whole module."""
-    assert doc.tree is not None
-    for node in doc.tree.root_node.children:
-        if node.type == "import_from_statement":
-            module = node.child_by_field_name("module_name")
-            if module is None or module.text is None:
-                continue
-            names = {_imported_name(n) for n in node.children_by_field_name("name")}
-            yield module.text.decode("utf-8", "replace"), names - {""}
-        elif node.type == "import_statement":
-            for name in node.children_by_field_name("name"):
-                target = name.child_by_field_name("name") if name.type == "aliased_import" else name
-                if target is not None and target.text is not None:
-                    yield target.text.decode("utf-8", "replace"), set()
-
-
-def _imported_name(node: Node) -> str:
-    if node.type == "aliased_import":
-        inner = node.child_by_field_name("name")
-        node = inner if inner is not None else node
-    return node.text.decode("utf-8", "replace") if node.text is not None else ""
-
-
-def _top_level_definitions(doc: Document) -> Iterator[tuple[str, Node]]:
-    assert doc.tree is not None
-    for node in doc.tree.root_node.children:
-        definition = node
-        if node.type == "decorated_definition":
-            inner = node.child_by_field_name("definition")
-            definition = inner if inner is not None else node
-        if definition.type not in _DEFINITIONS:
-            continue
-        name = definition.child_by_field_name("name")
-        if name is not None and name.text is not None:
-            yield name.text.decode("utf-8", "replace"), node
 
 
 def _head_lines(text: str, count: int = DEFINITION_LINES) -> str:
