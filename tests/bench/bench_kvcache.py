@@ -20,9 +20,13 @@ Continue's token budget) and for the server's ``--cache-reuse`` off and at
   tokens sent, against today's sliding window in the same run;
 * TTFT (p50 of the upstream requests), as a ratio to today's;
 * ours again with cross-file context on (the other open file's chunks sent
-  as ``input_extra``);
+  as ``input_extra``; the run fails if they add nothing to the prompts);
 * ours suffix-first: ``completion.fimOrder = "spm"`` with the ``codellama``
   template, rendered client-side and sent to ``/completion``;
+* the share of the tokens sent that went to full prefills (requests the
+  server evaluated at least 90% of, from its log: a file's or a place's
+  first prompt, or a document that lost its slot), ours against today's and
+  against today's whole share: a floor under what any window can reach;
 * ours with speculative prefetch on (and the scope cache, which keeps what
   it fetches ahead), with ``completion.slotPinning`` on against off: each
   document on slot 0 and prefetches on slot 1, or the server's own choice.
