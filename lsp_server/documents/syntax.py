@@ -111,6 +111,7 @@ def syntax_context(
     suffix_lines: int = 30,
     scope_chars: int = 2000,
     prompt: PromptWindowKind = "anchored",
+    prompt_suffix_chars: int = 0,
 ) -> SyntaxContext:
     """The syntax context of ``doc`` at ``position`` (clamped; never raises on a bad one)."""
     buf = doc.buffer
@@ -144,6 +145,7 @@ def syntax_context(
             prefix_chars=prefix_chars,
             prefix_lines=prefix_lines,
             suffix_chars=suffix_chars,
+            reevaluated_suffix_chars=prompt_suffix_chars,
         )
 
     anchor = last_content_byte(data, window_start, off)
@@ -247,6 +249,8 @@ def completion_context(
         suffix_lines=windows.suffix_lines,
         scope_chars=windows.scope_chars,
         prompt=windows.prompt_window,
+        # suffix-first prompts only grow at their end: their suffix is evaluated once
+        prompt_suffix_chars=0 if windows.fim_order == "spm" else windows.psm_suffix_chars,
     )
 
 
