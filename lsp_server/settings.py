@@ -145,6 +145,10 @@ class CompletionSettings:
     #: prompt suffix window, never past the enclosing scope
     suffix_chars: int = 1000
     suffix_lines: int = 30
+    #: the anchored window's suffix when it goes after the prefix (``fimOrder``
+    #: psm, llama.cpp ``/infill``): the server re-evaluates all of it on every
+    #: request, so it is kept to this many characters (whole lines; 0: suffixChars)
+    psm_suffix_chars: int = 256
     #: scope-local text fingerprinted into the cache key
     scope_chars: int = 2000
     #: how the prompt's prefix window is cut: "anchored" keeps its start put
@@ -174,6 +178,7 @@ class CompletionSettings:
         _check(0.0 <= self.temperature <= 2.0, "temperature must be in [0, 2]")
         for name in ("prefix_chars", "prefix_lines", "suffix_chars", "suffix_lines", "scope_chars"):
             _check(getattr(self, name) >= 1, f"{camel_case(name)} must be >= 1")
+        _check(self.psm_suffix_chars >= 0, "psmSuffixChars must be >= 0")
 
 
 @dataclass(kw_only=True)

@@ -2,12 +2,19 @@
 
 ``CrossFileContext.chunks_for(doc)`` picks, within ``context.maxChars``:
 
-1. the definitions of the names the document imports (Python ``import`` and
-   ``from ... import``), when the file that defines them is open;
+1. the definitions of the names the document imports, when the file that
+   defines them is open (Python, JavaScript/TypeScript and Go, by the rules
+   of ``lsp_server.documents.languages.imports``);
 2. a chunk of every other open document, most recently edited first: the
    lines around its last edit (the block of ``CHUNK_LINES`` lines containing
    it, so that further edits nearby keep the same block), or its first lines
    when it was not edited here.
+
+A chunk larger than what is left of the budget is cut rather than left out:
+a region to the largest aligned block (half, a quarter ... of
+``CHUNK_LINES`` lines) around the edit that fits, a definition to its first
+lines that fit. Both cuts depend only on the other document's text and the
+budget, so they too stay the same while the user types.
 
 Never from a document matched by ``exclude``, never a chunk that looks like
 it holds a credential (``lsp_server.documents.exclude.looks_secret``), never a chunk of
@@ -31,8 +38,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from tree_sitter import Node
-
 from lsp_server.documents.document import Document
 from lsp_server.documents.exclude import is_excluded, looks_secret, uri_path
 from lsp_server.documents.positions import decode_text
@@ -49,14 +54,18 @@ DEFINITION_LINES = 40
 #: most documents considered per request (the most recently touched)
 MAX_DOCUMENTS = 16
 
-_DEFINITIONS = ("function_definition", "class_definition")
-
-
 @dataclass(frozen=True, slots=True)
 class _Candidate:
     #: what the chunk is, stable across edits: (uri, "definition" | "region", detail)
     ident: tuple[str, str, str]
     chunk: ContextChunk
+    #: the same chunk cut to at most this many characters of budget (None: none fits)
+    fit: Callable[[int], _Candidate | None] | None = None
+
+    @property
+    def cost(self) -> int:
+        """The budget the chunk takes: its text and its file name."""
+        return len(self.chunk.text) + len(self.chunk.filename) + 1
 
 
 class CrossFileContext:
@@ -124,9 +133,12 @@ class CrossFileContext:
         for candidate in self._candidates(doc, settings.exclude):
             if candidate.ident in seen:
                 continue
-            cost = len(candidate.chunk.text) + len(candidate.chunk.filename) + 1
-            if cost > budget:
-                continue
+            if candidate.cost > budget:
+                cut = candidate.fit(budget) if candidate.fit is not None else None
+                if cut is None or cut.cost > budget or cut.ident in seen:
+                    continue
+                candidate = cut
+            cost = candidate.cost
             if looks_secret(candidate.chunk.text):
                 logger.debug("chunk of %s left out: looks like a credential", candidate.ident[0])
                 continue
@@ -155,107 +167,87 @@ class CrossFileContext:
             if region is not None:
                 yield region
 
-    def _region(self, doc: Document) -> _Candidate | None:
+    def _region(self, doc: Document, lines: int = CHUNK_LINES) -> _Candidate | None:
+        """The block of ``lines`` lines around ``doc``'s last edit (a multiple of ``lines``)."""
         buf = doc.buffer
         edited = self._touched.get(doc.uri, (0, None))[1]
         first = 0
         if edited is not None:
-            first = min(edited, buf.line_count - 1) // CHUNK_LINES * CHUNK_LINES
-        last = min(buf.line_count - 1, first + CHUNK_LINES - 1)
+            first = min(edited, buf.line_count - 1) // lines * lines
+        last = min(buf.line_count - 1, first + lines - 1)
         text = decode_text(buf.data[buf.line_start(first) : buf.line_end(last)])
         if not text.strip():
             return None
+        ident = (doc.uri, "region", str(first) if lines == CHUNK_LINES else f"{first}/{lines}")
         return _Candidate(
-            (doc.uri, "region", str(first)), ContextChunk(self.filename(doc.uri), text + "\n")
+            ident,
+            ContextChunk(self.filename(doc.uri), text + "\n"),
+            fit=None if lines == 1 else lambda budget: self._region_within(doc, lines // 2, budget),
         )
+
+    def _region_within(self, doc: Document, lines: int, budget: int) -> _Candidate | None:
+        """The largest aligned block of at most ``lines`` lines around the edit in ``budget``."""
+        while lines >= 1:
+            region = self._region(doc, lines)
+            if region is not None and region.cost <= budget:
+                return region
+            lines //= 2
+        return None
 
     def _imported_definitions(
         self, doc: Document, others: list[Document]
     ) -> Iterator[_Candidate]:
-        if doc.language != "python" or doc.tree is None or not others:
+        rules = doc.spec.imports if doc.spec is not None else None
+        if rules is None or doc.tree is None or not others:
             return
-        by_module = _modules(others)
-        for module, names in _python_imports(doc):
-            target = by_module.get(_resolve(module, doc.uri))
+        by_key: dict[str, Document] = {}
+        for other in others:
+            # one module system: TypeScript imports JavaScript files and back
+            if other.spec is not None and other.spec.imports is rules:
+                for key in rules.module_keys(uri_path(other.uri)):
+                    by_key.setdefault(key, other)
+        importer = uri_path(doc.uri)
+        for imported in rules.read_imports(doc.tree.root_node):
+            target = next(
+                (by_key[k] for k in rules.resolve(imported.module, importer) if k in by_key), None
+            )
             if target is None or target.tree is None:
                 continue
-            for name, node in _top_level_definitions(target):
-                if names and name not in names:
+            filename = self.filename(target.uri)
+            for name, node in rules.read_definitions(target.tree.root_node):
+                if imported.names and name not in imported.names:
                     continue
                 text = _head_lines(decode_text(target.buffer.data[node.start_byte : node.end_byte]))
                 yield _Candidate(
                     (target.uri, "definition", name),
-                    ContextChunk(self.filename(target.uri), text),
+                    ContextChunk(filename, text),
+                    fit=_definition_within(target.uri, name, filename, text),
                 )
 
 
-def _modules(docs: list[Document]) -> dict[str, Document]:
-    """Open Python documents by every dotted name they could be imported as."""
-    found: dict[str, Document] = {}
-    for doc in docs:
-        if doc.language != "python":
-            continue
-        parts = PurePosixPath(uri_path(doc.uri)).with_suffix("").parts
-        if parts and parts[-1] == "__init__":
-            parts = parts[:-1]
-        for i in range(len(parts) - 1, 0, -1):
-            found.setdefault(".".join(parts[i:]), doc)
-        found.setdefault(uri_path(doc.uri), doc)
-    return found
-
-
-def _resolve(module: str, importer: str) -> str:
-    """A module name as ``_modules`` keys it; relative imports resolve by path."""
-    if not module.startswith("."):
-        return module
-    dots = len(module) - len(module.lstrip("."))
-    base = PurePosixPath(uri_path(importer)).parents[dots - 1]
-    rest = module.lstrip(".")
-    dotted = ".".join(base.parts[1:]) if base.parts else ""
-    return ".".join(p for p in (dotted, rest) if p)
-
-
-def _python_imports(doc: Document) -> Iterator[tuple[str, set[str]]]:
-    """(module, imported names) of the top-level imports; no names means the whole module."""
-    assert doc.tree is not None
-    for node in doc.tree.root_node.children:
-        if node.type == "import_from_statement":
-            module = node.child_by_field_name("module_name")
-            if module is None or module.text is None:
-                continue
-            names = {_imported_name(n) for n in node.children_by_field_name("name")}
-            yield module.text.decode("utf-8", "replace"), names - {""}
-        elif node.type == "import_statement":
-            for name in node.children_by_field_name("name"):
-                target = name.child_by_field_name("name") if name.type == "aliased_import" else name
-                if target is not None and target.text is not None:
-                    yield target.text.decode("utf-8", "replace"), set()
-
-
-def _imported_name(node: Node) -> str:
-    if node.type == "aliased_import":
-        inner = node.child_by_field_name("name")
-        node = inner if inner is not None else node
-    return node.text.decode("utf-8", "replace") if node.text is not None else ""
-
-
-def _top_level_definitions(doc: Document) -> Iterator[tuple[str, Node]]:
-    assert doc.tree is not None
-    for node in doc.tree.root_node.children:
-        definition = node
-        if node.type == "decorated_definition":
-            inner = node.child_by_field_name("definition")
-            definition = inner if inner is not None else node
-        if definition.type not in _DEFINITIONS:
-            continue
-        name = definition.child_by_field_name("name")
-        if name is not None and name.text is not None:
-            yield name.text.decode("utf-8", "replace"), node
-
-
-def _head_lines(text: str) -> str:
-    lines = text.splitlines()[:DEFINITION_LINES]
+def _head_lines(text: str, count: int = DEFINITION_LINES) -> str:
+    lines = text.splitlines()[:count]
     return "".join(f"{line}\n" for line in lines)
+
+
+def _definition_within(
+    uri: str, name: str, filename: str, text: str
+) -> Callable[[int], _Candidate | None]:
+    """A definition's first lines that fit a budget (none when not even its first does)."""
+
+    def fit(budget: int) -> _Candidate | None:
+        room = budget - len(filename) - 1
+        kept: list[str] = []
+        for line in text.splitlines(keepends=True):
+            if room < len(line):
+                break
+            kept.append(line)
+            room -= len(line)
+        if not kept:
+            return None
+        return _Candidate((uri, "definition", name), ContextChunk(filename, "".join(kept)))
+
+    return fit
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,16 +10,26 @@ are applied to the text and the tree first, and parsed once.
 A document is parsed only when a grammar is registered for it, its size is at
 most ``max_parse_bytes`` and it contains no NUL byte (tree-sitter reads NUL as
 end of input). Otherwise ``tree`` is None and ``parse_skipped`` says why
-("no grammar", "grammar not installed", "too large", "binary"); the
-text stays current and every position helper still works, so completions fall
-back to a text-only context.
+("no grammar", "grammar not installed", "too large", "binary", "parse
+timed out"); the text stays current and every position helper still works,
+so completions fall back to a text-only context.
+
+Every parse has a deadline (``bounded_parse``). Some grammars loop forever on
+some unfinished text (tree-sitter-typescript 0.23.2's TSX grammar does on
+``n";/"{({x:d:c f() ``, tree-sitter-typescript#323), and a parse runs on the
+event loop: unbounded, it would freeze the server. A parse past its deadline
+is cancelled and the document is served text-only for the next
+``PARSE_RETRY_EDITS`` edits (twice as many after each further time-out), then
+parsed afresh.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 
 from lsprotocol.types import (
     Position,
@@ -37,6 +47,25 @@ from lsp_server.documents.positions import ResolvedPosition, TextBuffer, decode_
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_PARSE_BYTES = 2_000_000
+#: CPU seconds a parse may take, plus ``PARSE_DEADLINE_PER_MB`` per megabyte of
+#: text, before it is cancelled: far above a real parse (about 7 MB/s of CPU
+#: from scratch on a busy machine, 0.3 MB/s on random punctuation)
+PARSE_DEADLINE_SECONDS = 0.5
+PARSE_DEADLINE_PER_MB = 2.0
+#: edits served text-only after a cancelled parse, before the next attempt
+PARSE_RETRY_EDITS = 64
+#: at most this many after repeated time-outs
+PARSE_RETRY_EDITS_MAX = 4096
+#: bytes handed to the parser by a parse's first read, doubled per further
+#: read up to ``_READ_CHUNK_MAX``: a keystroke in TypeScript reads once, a
+#: keystroke in JavaScript walks the whole file (its grammar re-lexes a token
+#: at every top-level statement), so few reads and one copy each
+_READ_CHUNK = 4096
+_READ_CHUNK_MAX = 262144
+#: progress callbacks per look at the clock: tree-sitter calls back every
+#: hundred or so parse operations, and reading a thread's CPU clock is a
+#: system call that would cost a keystroke about 10%
+_CLOCK_EVERY = 16
 #: languages whose missing grammar was already reported (once per process)
 _missing_reported: set[str] = set()
 
@@ -52,6 +81,131 @@ def parser_for(spec: LanguageSpec | None) -> Parser | None:
             _missing_reported.add(spec.name)
             logger.warning("%s; %s files get a text-only context", exc, spec.name)
         return None
+
+
+class _ScratchBuffer(threading.local):
+    """One reusable read buffer per thread, for ``_DeadlineInput.read``.
+
+    py-tree-sitter 0.25-0.26 keeps one reference to every object a read
+    callback returns (it never releases the callback's result), so returning a
+    fresh slice per read keeps a document's size of memory alive per parse.
+    Returning the same long-lived buffer every time leaks only reference
+    counts. tree-sitter reads the returned bytes only until its next read, and
+    the binding lets go of the buffer before that next call, so it can be
+    refilled then.
+    """
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+
+_scratch = _ScratchBuffer()
+
+
+class _DeadlineInput:
+    """The text as tree-sitter's read callback, and the deadline as its progress callback.
+
+    The tree keeps the read callback as its source: ``Node.text`` calls it
+    after the parse, and gets fresh ``bytes`` then (py-tree-sitter 0.26's
+    ``Node.text`` reads only ``bytes``, and releases them).
+    """
+
+    __slots__ = (
+        "budget", "chunk", "clock", "countdown", "data", "deadline", "expired", "parsing",
+    )
+
+    def __init__(
+        self, data: bytes | bytearray, budget: float, clock: Callable[[], float]
+    ) -> None:
+        self.data = data
+        self.budget = budget
+        self.clock = clock
+        #: set at the first progress call: a parse too short to call back
+        #: never reads the clock
+        self.deadline: float | None = None
+        self.countdown = 1
+        self.chunk = _READ_CHUNK
+        self.expired = False
+        self.parsing = True
+
+    def read(self, offset: int, _point: object) -> bytes | bytearray:
+        """The text from ``offset`` on (one chunk); empty at the end or past the deadline."""
+        if not self.parsing:
+            # Node.text keeps asking until it has the node's bytes: a node of an
+            # older, longer text gets NUL padding instead of an endless loop
+            return bytes(self.data[offset : offset + _READ_CHUNK]) or b"\0"
+        if self.expired:
+            return b""
+        end = offset + self.chunk
+        self.chunk = min(2 * self.chunk, _READ_CHUNK_MAX)
+        scratch = _scratch.data
+        try:
+            scratch[:] = memoryview(self.data)[offset:end]  # one copy
+        except BufferError:  # still held: a binding that lets go later than 0.26 does
+            return bytes(self.data[offset:end])
+        return scratch
+
+    def progress(self, _offset: int, _has_error: bool) -> bool:
+        """True (cancel the parse) once the deadline has passed. Must never raise."""
+        self.countdown -= 1
+        if self.countdown:
+            return False
+        self.countdown = _CLOCK_EVERY
+        now = self.clock()
+        if self.deadline is None:
+            self.deadline = now + self.budget
+        elif now > self.deadline:
+            self.expired = True
+        return self.expired
+
+
+def parse_deadline(size: int) -> float:
+    """The CPU seconds a parse of ``size`` bytes may take."""
+    return PARSE_DEADLINE_SECONDS + PARSE_DEADLINE_PER_MB * size / 1e6
+
+
+def bounded_parse(
+    parser: Parser,
+    data: bytes | bytearray,
+    old: Tree | None = None,
+    *,
+    deadline_seconds: float | None = None,
+    clock: Callable[[], float] = time.thread_time,
+) -> Tree | None:
+    """Parse ``data`` (reusing ``old``), or None when that took over ``deadline_seconds``.
+
+    The deadline defaults to ``parse_deadline(len(data))`` and is measured on
+    ``clock``, this thread's CPU time by default (a busy machine does not make
+    a real parse time out; a grammar caught in a loop burns CPU), from
+    tree-sitter's first progress call, which it makes every hundred or so
+    operations; the clock is read every ``_CLOCK_EVERY`` calls. tree-sitter
+    stops when the callback answers True; the parser is reset then, ready for
+    the next parse.
+    """
+    if deadline_seconds is None:
+        deadline_seconds = parse_deadline(len(data))
+    source = _DeadlineInput(data, deadline_seconds, clock)
+    try:
+        if old is None:
+            tree = parser.parse(source.read, progress_callback=source.progress)
+        else:
+            tree = parser.parse(source.read, old, progress_callback=source.progress)
+    except ValueError:
+        # a cancelled parse returns no tree, which the binding reports as
+        # ValueError("Parsing failed")
+        if not source.expired:
+            parser.reset()
+            raise
+        tree = None
+    except BaseException:
+        parser.reset()  # a parse stopped half-way would otherwise resume next time
+        raise
+    finally:
+        source.parsing = False
+    if source.expired:
+        parser.reset()
+        return None
+    return tree
 
 
 class Document:
@@ -76,10 +230,14 @@ class Document:
         self.max_parse_bytes = max_parse_bytes
         self.buffer = TextBuffer(encode_text(text))
         self.tree: Tree | None = None
-        #: why there is no tree: "no grammar", "grammar not installed", "too large" or
-        #: "binary"; None when parsed
+        #: why there is no tree: "no grammar", "grammar not installed", "too large",
+        #: "binary" or "parse timed out"; None when parsed
         self.parse_skipped: str | None = None
         self._parser: Parser | None = parser_for(spec)
+        #: edits left to serve text-only after a parse ran past its deadline,
+        #: and how many the next time-out sets
+        self._parse_backoff = 0
+        self._next_backoff = PARSE_RETRY_EDITS
         self._text: str | None = text
         #: first line of the prompt's prefix window, remembered between
         #: requests by ``lsp_server.documents.prompt_window`` so that it stays put
@@ -240,11 +398,26 @@ class Document:
             reason = "too large"
         elif self._nul_present():
             reason = "binary"
+        elif self._parse_backoff > 0:
+            self._parse_backoff -= 1
+            reason = "parse timed out"
         if reason is not None or self._parser is None:
             if reason != self.parse_skipped:
                 logger.info("not parsing %s: %s (%d bytes)", self.uri, reason, len(data))
             self.tree, self.parse_skipped = None, reason
             return
         old = self.tree if incremental else None
-        self.tree = self._parser.parse(data) if old is None else self._parser.parse(data, old)
+        tree = bounded_parse(self._parser, data, old)
+        if tree is None:
+            logger.warning(
+                "parsing %s took over %.1f s of CPU (the %s grammar seems stuck on this "
+                "text): text-only context for the next %d edits",
+                self.uri, parse_deadline(len(data)), self.language, self._next_backoff,
+            )
+            self._parse_backoff = self._next_backoff
+            self._next_backoff = min(2 * self._next_backoff, PARSE_RETRY_EDITS_MAX)
+            self.tree, self.parse_skipped = None, "parse timed out"
+            return
+        self.tree = tree
+        self._next_backoff = PARSE_RETRY_EDITS
         self.parse_skipped = None

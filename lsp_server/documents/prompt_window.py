@@ -22,7 +22,15 @@ stays put while the user types:
 
 The suffix is the one the cache key uses (from the cursor to the end of the
 enclosing scope, ``suffixChars``/``suffixLines``): it does not change while
-the user types at the end of a line.
+the user types at the end of a line. Where it goes after the prefix (the
+prefix-suffix-middle layout of llama.cpp's ``/infill``), the server
+re-evaluates all of it on every request: the typed characters are inserted
+ahead of it, and a server reuses cached chunks only in the order they come
+(llama.cpp's ``--cache-reuse`` skips cached tokens that were dropped, never
+prompt tokens that were inserted). So the anchored window keeps that suffix
+to ``psmSuffixChars`` characters, cut at the last line end within them
+(the rest of the cursor's line always when it fits); the cut depends only
+on the text after the cursor, so it stays put while the user types.
 
 The other windows exist so that the benchmark can measure the designs other
 clients use through the same server code path: ``sliding`` (this project's
@@ -115,20 +123,24 @@ def prompt_window(
     prefix_chars: int,
     prefix_lines: int,
     suffix_chars: int,
+    reevaluated_suffix_chars: int = 0,
 ) -> tuple[str, str]:
     """The prefix and suffix to send upstream for a cursor at ``offset`` on ``line``.
 
     ``scope_suffix`` is the syntax context's suffix (the cache key's) and
     ``sliding_prefix`` its prefix window (the last ``prefix_chars``
-    characters before the cursor).
+    characters before the cursor). ``reevaluated_suffix_chars`` (0: no
+    limit) caps the anchored window's suffix where the server re-evaluates
+    it on every request.
     """
     buf = doc.buffer
     data = buf.data
     if kind == "anchored":
+        suffix = head_lines_within(scope_suffix, reevaluated_suffix_chars)
         start = anchored_start(doc, offset, line, prefix_chars, prefix_lines)
         if start is None:
-            return tail_text(data, buf.line_start(line), offset, prefix_chars), scope_suffix
-        return decode_text(data[buf.line_start(start) : offset]), scope_suffix
+            return tail_text(data, buf.line_start(line), offset, prefix_chars), suffix
+        return decode_text(data[buf.line_start(start) : offset]), suffix
     if kind == "lines":
         first = max(0, line - LINES_BEFORE)
         last = min(buf.line_count - 1, line + LINES_AFTER)
@@ -137,6 +149,20 @@ def prompt_window(
     if kind == "tokens":
         return _token_budget_window(doc, offset, line, prefix_chars, suffix_chars)
     return sliding_prefix, scope_suffix
+
+
+def head_lines_within(text: str, limit: int) -> str:
+    """The start of ``text`` up to its last line end within ``limit`` characters.
+
+    The first line alone when it is longer (cut to ``limit``); all of
+    ``text`` when it fits or ``limit`` is 0.
+    """
+    if limit <= 0 or len(text) <= limit:
+        return text
+    if text[limit] == "\n":
+        return text[:limit]
+    end = text.rfind("\n", 0, limit)
+    return text[: end + 1] if end >= 0 else text[:limit]
 
 
 def estimate_tokens(text: str) -> int:

@@ -116,6 +116,7 @@ def syntax_context(
     suffix_lines: int = 30,
     scope_chars: int = 2000,
     prompt: PromptWindowKind = "anchored",
+    prompt_suffix_chars: int = 0,
 ) -> SyntaxContext:
     """The syntax context of ``doc`` at ``position`` (clamped; never raises on a bad one)."""
     buf = doc.buffer
@@ -140,6 +141,7 @@ def syntax_context(
         prompt_prefix, prompt_suffix = prompt_window(
             doc, off, line, kind=prompt, scope_suffix=suffix, sliding_prefix=prefix,
             prefix_chars=prefix_chars, prefix_lines=prefix_lines, suffix_chars=suffix_chars,
+            reevaluated_suffix_chars=prompt_suffix_chars,
         )
         return SyntaxContext(
             language=doc.language,
@@ -205,6 +207,7 @@ def syntax_context(
     prompt_prefix, prompt_suffix = prompt_window(
         doc, off, line, kind=prompt, scope_suffix=suffix, sliding_prefix=prefix,
         prefix_chars=prefix_chars, prefix_lines=prefix_lines, suffix_chars=suffix_chars,
+        reevaluated_suffix_chars=prompt_suffix_chars,
     )
     return SyntaxContext(
         language=doc.language,
@@ -274,6 +277,8 @@ def completion_context(
         suffix_lines=windows.suffix_lines,
         scope_chars=windows.scope_chars,
         prompt=windows.prompt_window,
+        # suffix-first prompts only grow at their end: their suffix is evaluated once
+        prompt_suffix_chars=0 if windows.fim_order == "spm" else windows.psm_suffix_chars,
     )
 
 

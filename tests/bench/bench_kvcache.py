@@ -20,9 +20,13 @@ Continue's token budget) and for the server's ``--cache-reuse`` off and at
   tokens sent, against today's sliding window in the same run;
 * TTFT (p50 of the upstream requests), as a ratio to today's;
 * ours again with cross-file context on (the other open file's chunks sent
-  as ``input_extra``);
+  as ``input_extra``; the run fails if they add nothing to the prompts);
 * ours suffix-first: ``completion.fimOrder = "spm"`` with the ``codellama``
   template, rendered client-side and sent to ``/completion``;
+* the share of the tokens sent that went to full prefills (requests the
+  server evaluated at least 90% of, from its log: a file's or a place's
+  first prompt, or a document that lost its slot), ours against today's and
+  against today's whole share: a floor under what any window can reach;
 * ours with speculative prefetch on (and the scope cache, which keeps what
   it fetches ahead), with ``completion.slotPinning`` on against off: each
   document on slot 0 and prefetches on slot 1, or the server's own choice.
@@ -39,6 +43,7 @@ Run: ``.venv/bin/python -m tests.bench.bench_kvcache [--quick]``.
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -64,6 +69,8 @@ FILES = ("textwrap.py", "shlex.py")
 #: the prompt budget of every row (characters, about as many tokens here)
 PREFIX_CHARS = 1400
 SUFFIX_CHARS = 350
+#: ours: the suffix of a prefix-first prompt (the defaults' 256 of 1000, scaled)
+PSM_SUFFIX_CHARS = 90
 CONTEXT_CHARS = 800
 MAX_TOKENS = 4
 #: the server's batch: /infill keeps 3/4 of it for the prefix, 1/4 for the
@@ -193,6 +200,7 @@ def _settings(window: str, cross_file: bool, speculation: str = "") -> dict[str,
             "promptWindow": "anchored" if window == "anchored+spm" else window,
             "prefixChars": PREFIX_CHARS,
             "suffixChars": SUFFIX_CHARS,
+            "psmSuffixChars": PSM_SUFFIX_CHARS,
             "maxTokens": MAX_TOKENS,
             "slotPinning": speculation == "pinned",
             **(SUFFIX_FIRST if window == "anchored+spm" else {}),
@@ -219,6 +227,8 @@ async def _measure(
         result = await replay_trace(trace, endpoint=server.url, settings=settings, speed=speed)
     finally:
         await asyncio.to_thread(server.stop)
+    log = (workdir / "llama-server.log").read_text(errors="replace")
+    full = [(p, e) for p, e in server_requests(log) if e >= FULL_PREFILL * p]
     stats = result.server_stats
     tokens = stats.get("tokens", {})
     sent = float(tokens.get("prompt", 0))
@@ -233,7 +243,40 @@ async def _measure(
         "evaluated": float(tokens.get("evaluated", 0)),
         "share": float(tokens.get("evaluated", 0)) / sent,
         "ttft": float(stats.get("transport", {}).get("ttftMsP50", 0.0)),
+        # requests the server evaluated (almost) in full: a file's or a place's
+        # first prompt, or one whose slot the server gave to another document
+        "prefills": float(len(full)),
+        "prefilled": float(sum(e for _, e in full)),
     }
+
+
+#: a request the server evaluated at least this share of was a full prefill
+FULL_PREFILL = 0.9
+_EVALUATED = re.compile(r"task (\d+) \| prompt eval time = .*/\s*(\d+) tokens")
+_GENERATED = re.compile(r"task (\d+) \|\s+eval time = .*/\s*(\d+) tokens")
+_RELEASED = re.compile(r"task (\d+) \| stop processing: n_tokens = (\d+)")
+
+
+def server_requests(log: str) -> list[tuple[int, int]]:
+    """(prompt tokens, evaluated tokens) of every request, from llama-server's log.
+
+    The log tells per task the prompt tokens it evaluated, the tokens it
+    generated and the tokens in the slot when it stopped (the prompt plus
+    the generated tokens but the last).
+    """
+    evaluated: dict[int, int] = {}
+    generated: dict[int, int] = {}
+    out = []
+    for line in log.splitlines():
+        if m := _EVALUATED.search(line):
+            evaluated[int(m[1])] = int(m[2])
+        elif m := _GENERATED.search(line):
+            generated[int(m[1])] = int(m[2])
+        elif (m := _RELEASED.search(line)) and int(m[1]) in evaluated:
+            task = int(m[1])
+            prompt = int(m[2]) - max(0, generated.get(task, 0) - 1)
+            out.append((prompt, evaluated[task]))
+    return out
 
 
 def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
@@ -315,11 +358,30 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                              r["ttft"], base["ttft"], "ms"))
         ours = results[("anchored", cache_reuse, False)]
         cross = results[("anchored", cache_reuse, True)]
+        if cross["sent"] / cross["requests"] <= ours["sent"] / ours["requests"]:
+            raise RuntimeError(f"cross-file context sent nothing more ({flag})")
         rows.append(_row(f"prompt tokens per request, ours with cross-file vs without ({flag})",
                          cross["sent"] / cross["requests"], ours["sent"] / ours["requests"],
                          "tokens"))
+        rows.extend(prefill_rows(ours, base, flag))
         rows.extend(speculation_rows(results, cache_reuse, flag))
     return rows
+
+
+def prefill_rows(ours: dict[str, float], base: dict[str, float], flag: str) -> list[dict[str, Any]]:
+    """What full prefills alone cost, as a share of all prompt tokens, ours against today's.
+
+    A file's first prompt and the first prompt at a place the user goes back
+    to are text no earlier prompt held: every window has the server evaluate
+    them in full. Their share is a floor under the evaluated share.
+    """
+    return [
+        _row(f"evaluated share in full prefills, ours ({int(ours['prefills'])}) vs "
+             f"sliding ({int(base['prefills'])}) ({flag})",
+             ours["prefilled"] / ours["sent"], base["prefilled"] / base["sent"], "evaluated/sent"),
+        _row(f"evaluated share in full prefills, ours vs sliding's whole share ({flag})",
+             ours["prefilled"] / ours["sent"], base["share"], "evaluated/sent"),
+    ]
 
 
 def speculation_rows(results: Results, cache_reuse: int, flag: str) -> list[dict[str, Any]]:

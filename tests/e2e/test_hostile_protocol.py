@@ -409,6 +409,44 @@ async def test_flood_of_ten_thousand_changes_with_interleaved_completions(
     await still_serving(ready, "10,000 didChange + 100 completions", before, 8)
 
 
+# tree-sitter-typescript 0.23.2's TSX grammar never finishes parsing this text
+# (an upstream bug, tree-sitter-typescript#323)
+TSX_LOOP = 'n";/"{({x:d:c f() '
+
+
+@pytest.mark.timeout(120)
+async def test_typing_text_the_tsx_grammar_loops_on_keeps_the_server_answering(
+    ready: RawServer,
+) -> None:
+    uri = "file:///work/project/widget.tsx"
+    await ready.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "typescriptreact", "version": 1,
+                          "text": ""}},
+    )
+    before = rss_kb(ready.pid)
+    for column, ch in enumerate(TSX_LOOP):
+        position = {"line": 0, "character": column}
+        await ready.notify(
+            "textDocument/didChange",
+            {"textDocument": {"uri": uri, "version": column + 2},
+             "contentChanges": [{"range": {"start": position, "end": position}, "text": ch}]},
+        )
+    stats = await ready.stats()
+    assert stats["keystrokes"] == len(TSX_LOOP)
+    assert stats["languages"]["typescriptreact"]["documents"] == 1
+    assert stats["languages"]["typescriptreact"]["text"] == 1
+    answer = await ready.request(
+        "textDocument/inlineCompletion",
+        {"textDocument": {"uri": uri}, "position": {"line": 0, "character": len(TSX_LOOP)},
+         "context": {"triggerKind": 2}},
+    )
+    assert "result" in answer, answer
+    log = ready.log_file.read_text()
+    assert "seems stuck" in log and "text-only context" in log
+    await still_serving(ready, "TSX text the grammar loops on, typed", before, 8)
+
+
 async def test_server_exits_cleanly_when_input_ends_mid_frame(tmp_path: Path) -> None:
     server = RawServer(Path(tempfile.mkdtemp(dir=tmp_path)) / "server.log")
     await server.start()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from lsp_server.documents.languages.imports import GO_IMPORTS
 from lsp_server.documents.languages.spec import LanguageSpec
 
 GO = LanguageSpec(
+    imports=GO_IMPORTS,
     name="go",
     grammar_module="tree_sitter_go",
     grammar_package="tree-sitter-go",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lsp_server.documents.languages.imports import JS_IMPORTS
 from lsp_server.documents.languages.spec import LanguageSpec
 
 #: parents under which a function *expression* is a named definition
@@ -22,6 +23,7 @@ JS_NAMED_SCOPES = {
 }
 
 JAVASCRIPT = LanguageSpec(
+    imports=JS_IMPORTS,
     name="javascript",
     grammar_module="tree_sitter_javascript",
     grammar_package="tree-sitter-javascript",

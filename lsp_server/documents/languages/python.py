@@ -9,9 +9,11 @@ scope text before the cursor, and a loop body alone is too little context.
 
 from __future__ import annotations
 
+from lsp_server.documents.languages.imports import PYTHON_IMPORTS
 from lsp_server.documents.languages.spec import LanguageSpec
 
 PYTHON = LanguageSpec(
+    imports=PYTHON_IMPORTS,
     name="python",
     grammar_module="tree_sitter_python",
     grammar_package="tree-sitter-python",

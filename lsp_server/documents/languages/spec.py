@@ -22,6 +22,9 @@ loader once). The facts it holds:
 * **Indentation**: ``indent_after`` (line endings after which the next line
   is indented one step), ``indent`` (the step when the document does not
   show one; see ``lsp_server.documents.languages.indentation``).
+* **Imports** (``imports``): how the language's files import each other
+  (``lsp_server.documents.languages.imports``), for cross-file context;
+  None where it is not known.
 * **Names**: the canonical LSP ``languageId`` (``name``, VS Code's), VS
   Code's other ids (``vscode_ids``), other ids (``aliases``), Neovim
   ``filetypes``, file ``extensions`` and the
@@ -38,6 +41,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from tree_sitter import Language, Node, Parser
+
+from lsp_server.documents.languages.imports import ImportRules
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +96,8 @@ class LanguageSpec:
     line_comment: str = "//"
     #: the root node type (always a scope)
     root_type: str = "program"
+    #: how files of this language import each other (None: not known)
+    imports: ImportRules | None = None
 
     def __repr__(self) -> str:
         return f"LanguageSpec({self.name!r})"

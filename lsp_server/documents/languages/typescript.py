@@ -5,6 +5,7 @@ JavaScript's scopes plus interfaces, abstract classes and namespaces.
 
 from __future__ import annotations
 
+from lsp_server.documents.languages.imports import JS_IMPORTS
 from lsp_server.documents.languages.javascript import JS_NAMED_SCOPES, JS_SCOPES
 from lsp_server.documents.languages.spec import LanguageSpec
 
@@ -13,6 +14,7 @@ TS_SCOPES = JS_SCOPES | {
 }
 
 TYPESCRIPT = LanguageSpec(
+    imports=JS_IMPORTS,
     name="typescript",
     grammar_module="tree_sitter_typescript",
     grammar_function="language_typescript",
@@ -26,6 +28,7 @@ TYPESCRIPT = LanguageSpec(
 )
 
 TSX = LanguageSpec(
+    imports=JS_IMPORTS,
     name="typescriptreact",
     grammar_module="tree_sitter_typescript",
     grammar_function="language_tsx",

@@ -7,8 +7,8 @@ from lsp_server.completion.pipeline import keys_for
 from lsp_server.documents.document import Document
 from lsp_server.documents.prompt_window import block_size, estimate_tokens
 from lsp_server.documents.store import DocumentStore
-from lsp_server.documents.syntax import SyntaxContext, syntax_context
-from lsp_server.settings import PromptWindowKind
+from lsp_server.documents.syntax import SyntaxContext, completion_context, syntax_context
+from lsp_server.settings import CompletionSettings, PromptWindowKind
 
 URI = "file:///work/big.py"
 PREFIX_CHARS = 1500
@@ -202,3 +202,67 @@ def test_tokens_window_prunes_whole_lines_to_its_token_budget(store: DocumentSto
     assert estimate_tokens(ctx.prompt_prefix) + estimate_tokens(ctx.prompt_suffix) <= budget
     assert ctx.prompt_prefix.startswith(("def", "    ", "\n"))
     assert ctx.prompt_suffix.endswith("\n")
+
+
+BIG_FUNCTION = (
+    "def big(values):\n"
+    "    total = 0\n"
+    + "".join(f"    total += values[{n}] * {n}\n" for n in range(40))
+    + "    return total\n"
+)
+
+
+def test_a_prefix_first_suffix_is_kept_to_whole_lines_within_its_budget(
+    store: DocumentStore,
+) -> None:
+    doc = store.open(URI, "python", 1, SOURCE + BIG_FUNCTION)
+    inside = Position(line=SOURCE.count("\n") + 2, character=4)
+    whole = syntax_context(doc, inside, prefix_chars=PREFIX_CHARS, suffix_chars=1000)
+    capped = syntax_context(
+        doc, inside, prefix_chars=PREFIX_CHARS, suffix_chars=1000, prompt_suffix_chars=100
+    )
+    assert len(whole.prompt_suffix) > 500
+    assert whole.prompt_suffix.startswith(capped.prompt_suffix)
+    assert len(capped.prompt_suffix) <= 100
+    assert capped.prompt_suffix.endswith("\n")
+    # the next whole line would not have fitted
+    next_line = whole.prompt_suffix[len(capped.prompt_suffix) :].split("\n", 1)[0] + "\n"
+    assert len(capped.prompt_suffix) + len(next_line) > 100
+    # the cache key reads the whole scope suffix, not the prompt's
+    assert capped.suffix == whole.suffix
+    assert keys_for(capped) == keys_for(whole)
+
+
+def test_a_prefix_first_suffix_stays_the_same_while_typing(store: DocumentStore) -> None:
+    doc = store.open(URI, "python", 1, SOURCE + BIG_FUNCTION)
+    pos = Position(line=SOURCE.count("\n") + 1, character=len("    total = 0"))
+    suffixes = set()
+    for char in " + 1":
+        pos = type_char(store, doc, pos, char)
+        ctx = syntax_context(
+            doc, pos, prefix_chars=PREFIX_CHARS, suffix_chars=1000, prompt_suffix_chars=100
+        )
+        suffixes.add(ctx.prompt_suffix)
+    assert len(suffixes) == 1
+
+
+def test_only_the_anchored_window_caps_the_suffix(store: DocumentStore) -> None:
+    doc = store.open(URI, "python", 1, SOURCE + BIG_FUNCTION)
+    inside = Position(line=SOURCE.count("\n") + 2, character=4)
+    for kind in ("sliding", "lines", "tokens"):
+        whole = syntax_context(doc, inside, prefix_chars=PREFIX_CHARS, prompt=kind)
+        capped = syntax_context(
+            doc, inside, prefix_chars=PREFIX_CHARS, prompt=kind, prompt_suffix_chars=100
+        )
+        assert capped.prompt_suffix == whole.prompt_suffix
+
+
+def test_suffix_first_prompts_keep_the_whole_suffix() -> None:
+    store = DocumentStore()
+    doc = store.open(URI, "python", 1, SOURCE + BIG_FUNCTION)
+    inside = Position(line=SOURCE.count("\n") + 2, character=4)
+    psm = completion_context(doc, inside, CompletionSettings(psm_suffix_chars=100))
+    spm = completion_context(
+        doc, inside, CompletionSettings(psm_suffix_chars=100, fim_order="spm")
+    )
+    assert len(psm.prompt_suffix) <= 100 < len(spm.prompt_suffix)

@@ -57,8 +57,10 @@ def context(store: DocumentStore, settings: Settings) -> CrossFileContext:
     return CrossFileContext(store, lambda: settings, root=lambda: ROOT)
 
 
-def open_doc(store: DocumentStore, context: CrossFileContext, uri: str, text: str) -> Document:
-    doc = store.open(uri, "python", 1, text)
+def open_doc(
+    store: DocumentStore, context: CrossFileContext, uri: str, text: str, language: str = "python"
+) -> Document:
+    doc = store.open(uri, language, 1, text)
     context.note_open(uri)
     return doc
 
@@ -143,6 +145,42 @@ def test_the_chunks_never_exceed_the_budget(
     assert sum(len(c.text) + len(c.filename) + 1 for c in chunks) <= 500
 
 
+WIDE_TEXT = "".join(f"wide_{n} = '{'x' * 40}'\n" for n in range(200))
+
+
+def test_a_region_larger_than_the_budget_is_cut_to_a_smaller_block_around_the_edit(
+    store: DocumentStore, context: CrossFileContext, settings: Settings
+) -> None:
+    # 32 of these lines are about 1,700 characters: more than the whole budget
+    settings.context.max_chars = 800
+    wide = open_doc(store, context, f"{ROOT}/lib/wide.py", WIDE_TEXT)
+    edit(store, context, wide, 100, "edited = True\n")
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    (region,) = context.chunks_for(main)
+    assert len(region.text) + len(region.filename) + 1 <= 800
+    assert "edited = True\n" in region.text
+    # 16 lines do not fit, 8 do: the aligned block of 8 around line 100
+    lines = region.text.splitlines()
+    assert len(lines) == 8
+    assert lines[0].startswith("wide_96 = ")
+    for n in range(20):
+        edit(store, context, main, 6, f"    x{n} = {n}\n")
+        assert context.chunks_for(main) == (region,)
+
+
+def test_a_definition_larger_than_the_budget_sends_its_first_lines(
+    store: DocumentStore, context: CrossFileContext, settings: Settings
+) -> None:
+    settings.context.max_chars = 120
+    body = "".join(f"    step_{n} = {n} * r\n" for n in range(30))
+    open_doc(store, context, SHAPES, f"def area(r):\n{body}    return r\n")
+    main = open_doc(store, context, MAIN, MAIN_TEXT)
+    (definition,) = context.chunks_for(main)
+    assert definition.text.startswith("def area(r):\n    step_0 = 0 * r\n")
+    assert len(definition.text) + len(definition.filename) + 1 <= 120
+    assert definition.text.endswith("\n")
+
+
 def test_excluded_files_and_credentials_never_leave(
     store: DocumentStore, context: CrossFileContext
 ) -> None:
@@ -189,3 +227,130 @@ def test_relative_imports_resolve_beside_the_importer(
     assert ContextChunk("app/helpers.py", "def nothing_open():\n    return None\n") in (
         context.chunks_for(main)
     )
+
+
+SHAPES_TS = """import { sqrt } from 'mathlib';
+
+export function area(r: number): number {
+  return Math.PI * r * r;
+}
+
+export const perimeter = (r: number) => 2 * Math.PI * r;
+
+export interface Shape {
+  side: number;
+}
+
+export default class Square {
+  constructor(public side: number) {}
+}
+"""
+
+MAIN_TS = """import Square, { area, Shape as S } from './shapes';
+import { nothing } from 'some-package';
+
+export function report(r: number) {
+  console.log(area(r));
+}
+"""
+
+
+def test_typescript_imports_send_the_named_and_default_definitions(
+    store: DocumentStore, context: CrossFileContext
+) -> None:
+    open_doc(store, context, f"{ROOT}/src/shapes.ts", SHAPES_TS, "typescript")
+    main = open_doc(store, context, f"{ROOT}/src/main.ts", MAIN_TS, "typescript")
+    chunks = context.chunks_for(main)
+    texts = [c.text for c in chunks if c.text.startswith("export ")]
+    assert any(t.startswith("export function area(") for t in texts)
+    assert any(t.startswith("export interface Shape") for t in texts)
+    assert any(t.startswith("export default class Square") for t in texts)
+    # not imported: left to the region chunk of the file, not sent as a definition
+    assert not any(t.startswith("export const perimeter") for t in texts)
+    assert chunks[0].filename == "src/shapes.ts"
+
+
+def test_javascript_finds_an_index_file_and_typescript_a_javascript_file(
+    store: DocumentStore, context: CrossFileContext
+) -> None:
+    open_doc(store, context, f"{ROOT}/src/util/index.js",
+             "export function clamp(x) {\n  return x;\n}\n", "javascript")
+    main = open_doc(store, context, f"{ROOT}/src/main.ts",
+                    "import { clamp } from './util';\n", "typescript")
+    definition, *_region = context.chunks_for(main)
+    assert definition.text == "export function clamp(x) {\n  return x;\n}\n"
+    assert definition.filename == "src/util/index.js"
+
+
+SHAPES_GO = """package shapes
+
+import "math"
+
+// Area of a circle.
+func Area(r float64) float64 {
+\treturn math.Pi * r * r
+}
+
+func helper() int { return 1 }
+
+type Square struct {
+\tSide float64
+}
+
+func (s Square) Perimeter() float64 { return 4 * s.Side }
+"""
+
+MAIN_GO = """package main
+
+import (
+\t"fmt"
+\t"example.com/shop/shapes"
+)
+
+func main() {
+\tfmt.Println(shapes.Area(2))
+}
+"""
+
+
+def test_go_imports_send_the_packages_exported_definitions(
+    store: DocumentStore, context: CrossFileContext, settings: Settings
+) -> None:
+    settings.context.max_chars = 1000
+    open_doc(store, context, f"{ROOT}/shapes/area.go", SHAPES_GO, "go")
+    main = open_doc(store, context, f"{ROOT}/cmd/main.go", MAIN_GO, "go")
+    chunks = context.chunks_for(main)
+    texts = [c.text for c in chunks]
+    assert texts[0].startswith("func Area(r float64)")
+    assert any(t.startswith("type Square struct") for t in texts)
+    assert any(t.startswith("func (s Square) Perimeter()") for t in texts)
+    assert not any(t.startswith("func helper()") for t in texts)
+    assert all(c.filename == "shapes/area.go" for c in chunks)
+
+
+def test_imported_definitions_keep_their_order_while_typing(
+    store: DocumentStore, context: CrossFileContext
+) -> None:
+    open_doc(store, context, f"{ROOT}/shapes/area.go", SHAPES_GO, "go")
+    open_doc(store, context, f"{ROOT}/src/shapes.ts", SHAPES_TS, "typescript")
+    go_main = open_doc(store, context, f"{ROOT}/cmd/main.go", MAIN_GO, "go")
+    ts_main = open_doc(store, context, f"{ROOT}/src/main.ts", MAIN_TS, "typescript")
+    for doc, line, typed in ((go_main, 8, "\tx := 1\n"), (ts_main, 4, "  const y = 1;\n")):
+        before = context.chunks_for(doc)
+        assert any(c.filename in ("shapes/area.go", "src/shapes.ts") for c in before)
+        for _ in range(20):
+            edit(store, context, doc, line, typed)
+            assert context.chunks_for(doc) == before
+
+
+def test_imported_definitions_respect_the_budget_and_exclusion(
+    store: DocumentStore, context: CrossFileContext, settings: Settings
+) -> None:
+    settings.context.max_chars = 150
+    open_doc(store, context, f"{ROOT}/src/shapes.ts", SHAPES_TS, "typescript")
+    main = open_doc(store, context, f"{ROOT}/src/main.ts", MAIN_TS, "typescript")
+    chunks = context.chunks_for(main)
+    assert chunks
+    assert sum(len(c.text) + len(c.filename) + 1 for c in chunks) <= 150
+    settings.exclude = [*settings.exclude, "**/shapes.ts"]
+    assert context.chunks_for(main) == ()

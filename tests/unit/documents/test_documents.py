@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import itertools
+import tracemalloc
+
 import pytest
 from lsprotocol.types import (
     Position,
@@ -10,7 +13,7 @@ from lsprotocol.types import (
 )
 from tree_sitter import Node, Parser
 
-from lsp_server.documents.document import Document
+from lsp_server.documents.document import PARSE_RETRY_EDITS, Document, bounded_parse
 from lsp_server.documents.languages import PYTHON, LanguageRegistry, LanguageSpec
 from lsp_server.documents.store import DocumentStore, UnknownDocumentError
 
@@ -269,3 +272,145 @@ def test_removing_the_only_nul_byte_makes_the_document_parseable_again() -> None
         [TextDocumentContentChangePartial(range=Range(start=at, end=end), text="")],
     )
     assert doc.tree is not None and doc.text == "x = 1\n"
+
+
+# tree-sitter-typescript 0.23.2's TSX grammar never finishes on this text (an
+# upstream bug, tree-sitter-typescript#323): the server must not freeze on it.
+# The timeout markers guard the test run; nothing here measures time.
+TSX_LOOP = 'n";/"{({x:d:c f() '
+TSX_URI = "file:///work/widget.tsx"
+
+
+def type_text(store: DocumentStore, uri: str, text: str) -> None:
+    """Type ``text`` at the end of the document's first line, one keystroke per change."""
+    doc = store.get(uri)
+    assert doc is not None
+    col = len(doc.line_text(0))
+    for i, ch in enumerate(text):
+        store.change(uri, doc.version + 1, [edit(0, col + i, 0, col + i, ch)])
+
+
+def test_a_parse_past_its_deadline_returns_none_instead_of_a_tree() -> None:
+    long_text = (SOURCE * 200).encode()  # long enough for the clock to be read twice
+    ticks = itertools.count()
+    parser = Parser(PYTHON.language)
+    assert bounded_parse(parser, long_text, deadline_seconds=0.5, clock=lambda: 0.0)
+    assert bounded_parse(parser, long_text, deadline_seconds=0.5,
+                         clock=lambda: float(next(ticks))) is None
+    assert next(ticks) >= 2
+    # the parser is usable afterwards
+    assert not parser.parse(long_text).root_node.has_error
+
+
+def test_an_error_in_the_deadline_check_stops_the_parse_and_leaves_the_parser_usable() -> None:
+    long_text = (SOURCE * 200).encode()
+    calls = itertools.count()
+
+    def failing_clock() -> float:
+        if next(calls) >= 1:
+            raise RuntimeError("clock failed")
+        return 0.0
+
+    parser = Parser(PYTHON.language)
+    with pytest.raises(RuntimeError, match="clock failed"):
+        bounded_parse(parser, long_text, clock=failing_clock)
+    tree = bounded_parse(parser, SOURCE.encode())
+    assert tree is not None and not tree.root_node.has_error
+    assert tree.root_node.end_byte == len(SOURCE.encode())
+
+
+@pytest.mark.timeout(60)
+# the second text is the reproduction in tree-sitter-typescript#323
+@pytest.mark.parametrize("text", [TSX_LOOP, "<a {{b:>c:d(e f)\n"])
+def test_opening_text_the_grammar_loops_on_serves_it_text_only(text: str) -> None:
+    doc = DocumentStore().open(TSX_URI, "typescriptreact", 1, text)
+    assert doc.tree is None and doc.parse_skipped == "parse timed out"
+    assert doc.text == text
+    assert doc.line_text(0) == text.rstrip("\n")
+
+
+@pytest.mark.timeout(60)
+def test_typing_text_the_grammar_loops_on_keeps_the_document_served(
+    store: DocumentStore,
+) -> None:
+    store.open(TSX_URI, "typescriptreact", 1, "")
+    type_text(store, TSX_URI, TSX_LOOP)
+    doc = store.get(TSX_URI)
+    assert doc is not None and doc.text == TSX_LOOP
+    assert doc.tree is None and doc.parse_skipped == "parse timed out"
+    assert doc.offset_at(Position(line=0, character=len(TSX_LOOP))) == len(TSX_LOOP)
+
+
+@pytest.mark.timeout(60)
+def test_after_the_back_off_a_fixed_text_is_parsed_again(store: DocumentStore) -> None:
+    store.open(TSX_URI, "typescriptreact", 1, TSX_LOOP)
+    # the text stays current while the document is served text-only, and after
+    # the back-off it is parsed afresh
+    for version in range(2, PARSE_RETRY_EDITS + 3):
+        store.change(TSX_URI, version, [
+            TextDocumentContentChangeWholeDocument(text=f"const n = {version};\n")
+        ])
+    doc = store.get(TSX_URI)
+    assert doc is not None and doc.text == f"const n = {PARSE_RETRY_EDITS + 2};\n"
+    assert doc.tree is not None and not doc.tree.root_node.has_error
+    assert doc.parse_skipped is None
+
+
+@pytest.mark.timeout(60)
+def test_a_text_that_still_loops_after_the_back_off_waits_twice_as_long(
+    store: DocumentStore,
+) -> None:
+    doc = store.open(TSX_URI, "typescriptreact", 1, TSX_LOOP)
+    # the loop survives text typed after it: the retry after the back-off times out again
+    type_text(store, TSX_URI, "x" * (PARSE_RETRY_EDITS + 1))
+    assert doc.parse_skipped == "parse timed out"
+    # now 2 * PARSE_RETRY_EDITS edits pass without a parse, even once the text is fine
+    store.change(TSX_URI, doc.version + 1, [
+        TextDocumentContentChangeWholeDocument(text="const n = 1;\n")
+    ])
+    type_text(store, TSX_URI, " " * (2 * PARSE_RETRY_EDITS - 1))
+    assert doc.tree is None and doc.parse_skipped == "parse timed out"
+    type_text(store, TSX_URI, " ")
+    assert doc.tree is not None and doc.parse_skipped is None
+
+
+def test_a_deadline_parse_keeps_no_copy_of_the_text_it_read() -> None:
+    # py-tree-sitter keeps a reference to every object a read callback
+    # returns: a fresh slice per read would keep the text alive per parse
+    data = bytearray(SOURCE.encode() * 100)
+    parser = Parser(PYTHON.language)
+    tree = parser.parse(data)
+    at = data.index(b"hello ")
+
+    def keystrokes(n: int) -> None:
+        nonlocal tree
+        for i in range(n):
+            data[at] = ord("hH"[i % 2])
+            tree.edit(at, at + 1, at + 1, (5, 16), (5, 17), (5, 17))
+            new = bounded_parse(parser, data, tree)
+            assert new is not None
+            tree = new
+
+    tracemalloc.start()
+    try:
+        keystrokes(200)  # the interpreter's and the binding's first allocations
+        before = tracemalloc.get_traced_memory()[0]
+        keystrokes(1000)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < len(data), f"{grown} bytes kept after 1000 parses of {len(data)} bytes"
+
+
+def test_node_text_of_a_deadline_parse_reads_the_current_text() -> None:
+    data = bytearray(SOURCE.encode())
+    tree = bounded_parse(Parser(PYTHON.language), data)
+    assert tree is not None
+    assert tree.root_node.text == SOURCE.encode()
+    greeter = tree.root_node.children[1]
+    assert greeter.text is not None and greeter.text.startswith(b"class Greeter:")
+    # a node of a longer, older text ends (padded) instead of reading forever
+    del data[greeter.start_byte + 5 :]
+    text = greeter.text
+    assert text is not None and text.startswith(b"class")
+    assert len(text) == greeter.end_byte - greeter.start_byte
