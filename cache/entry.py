@@ -3,7 +3,8 @@
 An entry keeps, beside the suggestion, what is needed to serve it again: the
 exact key it was asked under, the line anchor and the line prefix at the time,
 so a typed-through lookup can check that what the user typed since is the
-start of the suggestion.
+start of the suggestion, and whether the answer was cut at the token limit
+(then its end is not the end of the model's line).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class CachedCompletion:
     created_at: float = 0.0
     #: where it came from: ``upstream``, ``speculative``, ``l2``, ``continuation``
     origin: str = "upstream"
+    #: the answer was cut at the token limit (``maxTokens``): its end is not where
+    #: the model ended the line
+    truncated: bool = False
 
     def to_json(self) -> str:
         """Serialize for an L2 store (fingerprints only, no key material)."""
@@ -44,6 +48,8 @@ class CachedCompletion:
                 "text": self.text,
                 "createdAt": self.created_at,
                 "origin": self.origin,
+                # written only when set: older readers ignore it, older entries lack it
+                **({"truncated": True} if self.truncated else {}),
             },
             ensure_ascii=False,
             separators=(",", ":"),
@@ -65,6 +71,7 @@ class CachedCompletion:
                 text=str(data["text"]),
                 created_at=float(data.get("createdAt", 0.0)),
                 origin=str(data.get("origin", "upstream")),
+                truncated=data.get("truncated") is True,
             )
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"malformed cache entry: {exc}") from exc

@@ -108,8 +108,12 @@ class CompletionStore:
         *,
         context: str,
         origin: str = "upstream",
+        truncated: bool = False,
     ) -> CachedCompletion | None:
-        """Store an answer once (plus continuations for its later lines); empty text is not."""
+        """Store an answer once (plus continuations for its later lines); empty text is not.
+
+        ``truncated``: the service cut the answer at the token limit.
+        """
         if not text:
             return None
         entry = CachedCompletion(
@@ -119,6 +123,7 @@ class CompletionStore:
             text=text,
             created_at=self._timer(),
             origin=origin,
+            truncated=truncated,
         )
         if self._store(entry):
             self._register(entry, self._continuations(entry, context))
@@ -215,6 +220,7 @@ class CompletionStore:
                         text=rest,
                         created_at=entry.created_at,
                         origin="continuation",
+                        truncated=entry.truncated,
                     )
                 )
             context += lines[i] + "\n"

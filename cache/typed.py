@@ -127,10 +127,11 @@ class TypedThroughIndex:
         """A one-line answer the user has typed to its very end, or None.
 
         The model's answer stopped there: it predicted nothing more on this
-        line, so asking it again at exactly this point is wasted. The last
-        line of a multi-line answer (a ``continuation`` entry) does not
-        count: that answer stopped where the whole answer did, often at its
-        length budget in the middle of the line.
+        line, so asking it again at exactly this point is wasted. An answer
+        cut at the token limit (``truncated``) does not count, nor does the
+        last line of a multi-line answer (a ``continuation`` entry): that
+        answer stopped where the whole answer did, often at its length
+        budget in the middle of the line.
         """
         for depth, holder in reversed(self._candidates(anchor, line_prefix)):
             typed = line_prefix[depth:]
@@ -139,6 +140,7 @@ class TypedThroughIndex:
                     entry.text == typed
                     and "\n" not in entry.text
                     and entry.origin != "continuation"
+                    and not entry.truncated
                 ):
                     return entry
         return None

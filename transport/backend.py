@@ -8,6 +8,10 @@ use ``StaticBackend``, the fake that ships beside the seam.
 
 Closing the async iterator returned by ``stream`` (``aclose()``, or
 cancelling the task that iterates it) must cancel the upstream work.
+
+An answer the service cut at the token limit ends with ``CUT_AT_LENGTH``, an
+empty chunk: joined with the others it adds nothing, and ``is_cut`` tells the
+cache that the answer's end is not where the model ended the line.
 """
 
 from __future__ import annotations
@@ -20,6 +24,21 @@ from typing import Any
 
 DEFAULT_MAX_TOKENS = 64
 DEFAULT_TEMPERATURE = 0.0
+
+
+class _LengthCut(str):
+    """The type of ``CUT_AT_LENGTH``: an empty string that marks a cut answer."""
+
+    __slots__ = ()
+
+
+#: the last chunk of an answer the service cut at ``max_tokens`` (empty text)
+CUT_AT_LENGTH: str = _LengthCut("")
+
+
+def is_cut(chunk: str) -> bool:
+    """Whether ``chunk`` is the ``CUT_AT_LENGTH`` mark of an answer cut at the token limit."""
+    return isinstance(chunk, _LengthCut)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +153,8 @@ class StaticBackend(CompletionBackend):
     """A backend answering from a function or a constant, for tests and embedding.
 
     ``delay`` is waited before the first chunk; the answer is streamed in
-    chunks of ``chunk_size`` characters with ``chunk_delay`` between them.
+    chunks of ``chunk_size`` characters with ``chunk_delay`` between them;
+    with ``cut`` it ends with ``CUT_AT_LENGTH``, as if cut at the token limit.
     ``calls`` records every request it was asked.
     """
 
@@ -142,6 +162,7 @@ class StaticBackend(CompletionBackend):
         self,
         answer: Answer | str,
         *,
+        cut: bool = False,
         delay: float = 0.0,
         chunk_size: int = 4,
         chunk_delay: float = 0.0,
@@ -150,6 +171,7 @@ class StaticBackend(CompletionBackend):
         self._delay = delay
         self._chunk_size = max(1, chunk_size)
         self._chunk_delay = chunk_delay
+        self._cut = cut
         self.calls: list[CompletionRequest] = []
         self.cancelled = 0
         self._counters = TransportCounters()
@@ -167,6 +189,8 @@ class StaticBackend(CompletionBackend):
                 if start and self._chunk_delay:
                     await asyncio.sleep(self._chunk_delay)
                 yield text[start : start + self._chunk_size]
+            if self._cut:
+                yield CUT_AT_LENGTH
             finished = True
         finally:
             if not finished:

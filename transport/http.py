@@ -39,7 +39,12 @@ import httpx
 from transport import errors
 from transport.auth.kinds import auth_for
 from transport.auth.provider import AuthProvider
-from transport.backend import CompletionBackend, CompletionRequest, TransportCounters
+from transport.backend import (
+    CUT_AT_LENGTH,
+    CompletionBackend,
+    CompletionRequest,
+    TransportCounters,
+)
 from transport.dns import DnsPrefetcher
 from transport.network import PinnedResolverBackend, is_ip_literal, tls_context
 from transport.options import EndpointOptions
@@ -324,17 +329,20 @@ class HttpCompletionBackend(CompletionBackend):
                     provider.observe(body, usage)
 
                 if is_json(response):
-                    text = provider.parse_body(parse_json(await read_body(raw)), observe)
+                    answer = parse_json(await read_body(raw))
+                    text = provider.parse_body(answer, observe)
                     self._check_size(len(text))
                     if text:
                         yield text
+                    if provider.body_cut(answer):
+                        yield CUT_AT_LENGTH
                     return
                 lines = decode_lines(self._until(raw, deadline))
                 async with contextlib.aclosing(provider.parse_stream(lines, observe)) as texts:
                     async for text in texts:
                         total += len(text)
                         self._check_size(total)
-                        if first:
+                        if first and text:
                             self._ttft_ms.append((self._clock() - started) * 1000)
                             first = False
                         yield text

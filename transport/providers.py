@@ -19,6 +19,11 @@ last event (llama.cpp's ``timings``, ``tokens_cached`` and
 cuts a longer one without saying so): the context the service reported, or
 ``maxPromptTokens``, at the characters per token it measured.
 
+An answer the service cut at the token limit ends with ``CUT_AT_LENGTH``:
+OpenAI's ``finish_reason: "length"``, llama.cpp's ``stop_type: "limit"`` (or
+``stopped_limit``; its ``truncated`` is about the prompt, not the answer),
+Ollama's ``done_reason: "length"``.
+
 Every malformed answer, and a stream that ends without its end marker (a
 truncated answer must not be cached), raises ``UpstreamProtocolError``.
 """
@@ -33,7 +38,7 @@ from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callab
 from dataclasses import dataclass
 from typing import Any
 
-from transport.backend import CompletionRequest
+from transport.backend import CUT_AT_LENGTH, CompletionRequest
 from transport.errors import ConfigurationError, UpstreamProtocolError
 from transport.options import EndpointOptions
 from transport.prompt import FIM_TEMPLATES, comment_block, fit_prompt, render_fim
@@ -106,6 +111,16 @@ def _text_field(obj: Any, key: str) -> str:
     if not isinstance(value, str):
         raise UpstreamProtocolError(f"answer field {key!r} is not a string")
     return value
+
+
+def _cut_openai(choice: Any) -> bool:
+    return isinstance(choice, dict) and choice.get("finish_reason") == "length"
+
+
+def _cut_llamacpp(chunk: Any) -> bool:
+    if not isinstance(chunk, dict):
+        return False
+    return chunk.get("stop_type") == "limit" or chunk.get("stopped_limit") is True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -252,6 +267,10 @@ class Provider(ABC):
     def parse_body(self, body: Any, sink: UsageSink | None = None) -> str:
         """The completion text of a non-streamed JSON answer; its token numbers to ``sink``."""
 
+    def body_cut(self, body: Any) -> bool:
+        """Whether a non-streamed answer was cut at the token limit (default: not known)."""
+        return False
+
 
 class OpenAIProvider(Provider):
     """OpenAI-compatible ``/completions`` with ``suffix``, or with a FIM template."""
@@ -293,13 +312,22 @@ class OpenAIProvider(Provider):
             raise UpstreamProtocolError("answer has no choices")
         return "".join(_text_field(choice, "text") for choice in choices[:1])
 
+    def body_cut(self, body: Any) -> bool:
+        """``choices[0].finish_reason == "length"``."""
+        choices = body.get("choices") if isinstance(body, dict) else None
+        return bool(
+            isinstance(choices, list) and choices and _cut_openai(choices[0])
+        )
+
     async def parse_stream(
         self, lines: AsyncIterable[str], sink: UsageSink | None = None
     ) -> AsyncGenerator[str, None]:
         """SSE chunks until ``[DONE]`` (or a chunk with a finish reason)."""
-        finished = False
+        finished = cut = False
         async for data in sse_events(lines):
             if data.strip() == "[DONE]":
+                if cut:
+                    yield CUT_AT_LENGTH
                 return
             chunk = parse_json(data)
             choices = chunk.get("choices") if isinstance(chunk, dict) else None
@@ -314,6 +342,9 @@ class OpenAIProvider(Provider):
                 if text:
                     yield text
                 finished = finished or bool(choice.get("finish_reason"))
+                cut = cut or _cut_openai(choice)
+        if cut:
+            yield CUT_AT_LENGTH
         if not finished:
             raise UpstreamProtocolError("stream ended before [DONE]")
 
@@ -453,6 +484,10 @@ class LlamaCppProvider(Provider):
             self.report(llamacpp_usage(body), sink)
         return _text_field(body, "content")
 
+    def body_cut(self, body: Any) -> bool:
+        """``stop_type == "limit"`` or ``stopped_limit``."""
+        return _cut_llamacpp(body)
+
     async def parse_stream(
         self, lines: AsyncIterable[str], sink: UsageSink | None = None
     ) -> AsyncGenerator[str, None]:
@@ -464,6 +499,8 @@ class LlamaCppProvider(Provider):
                 yield text
             if chunk.get("stop") is True:
                 self.report(llamacpp_usage(chunk), sink)
+                if _cut_llamacpp(chunk):
+                    yield CUT_AT_LENGTH
                 return
         raise UpstreamProtocolError("stream ended before stop")
 
@@ -506,6 +543,10 @@ class OllamaProvider(Provider):
             self.report(ollama_usage(body), sink)
         return _text_field(body, "response")
 
+    def body_cut(self, body: Any) -> bool:
+        """``done_reason == "length"``."""
+        return isinstance(body, dict) and body.get("done_reason") == "length"
+
     async def parse_stream(
         self, lines: AsyncIterable[str], sink: UsageSink | None = None
     ) -> AsyncGenerator[str, None]:
@@ -521,6 +562,8 @@ class OllamaProvider(Provider):
                 yield text
             if chunk.get("done") is True:
                 self.report(ollama_usage(chunk), sink)
+                if chunk.get("done_reason") == "length":
+                    yield CUT_AT_LENGTH
                 return
         raise UpstreamProtocolError("stream ended before done")
 

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from cache.keys import LineAnchor
+from transport.backend import is_cut
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +39,8 @@ class InflightStream:
     waiters: int = 0
     task: asyncio.Task[str] | None = None
     finished: bool = False
+    #: the service cut the answer at the token limit (``transport.backend.CUT_AT_LENGTH``)
+    truncated: bool = False
     #: for a speculative stream: the line it was started from and that line's
     #: predicted full text; it lives while the user types towards it
     predicted: tuple[int, str] | None = None
@@ -128,6 +131,8 @@ class InflightRegistry:
         chunks = open_stream()
         try:
             async for chunk in chunks:
+                if is_cut(chunk):
+                    stream.truncated = True
                 stream.text += chunk
             stream.finished = True
             self.completed_upstream += 1

@@ -410,6 +410,7 @@ class UpstreamStreams:
                 stream.text,
                 context=ctx.line_context,
                 origin="speculative" if speculative else "upstream",
+                truncated=stream.truncated,
             )
             if entry is not None:
                 self._share(entry)

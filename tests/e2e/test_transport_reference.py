@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
@@ -10,6 +11,7 @@ import pytest
 
 from tests.support.backend import REQUEST, cancel_task_mid_stream, complete, started_backend
 from tests.support.reference import ReferenceService
+from transport.backend import is_cut
 from transport.errors import TLSError
 from transport.http import HttpCompletionBackend
 from transport.options import EndpointOptions
@@ -134,3 +136,14 @@ async def test_auto_speaks_http1_on_plain_http() -> None:
         async with started_backend(options) as backend:
             assert await complete(backend)
             assert svc.stats()["httpVersions"] == {"1.1": 1}
+
+
+@pytest.mark.parametrize("provider", ["openai", "llamacpp", "ollama"])
+async def test_an_answer_cut_at_max_tokens_arrives_marked_cut(
+    shared_reference_service: ReferenceService, provider: str
+) -> None:
+    options = options_for(shared_reference_service, provider=provider)
+    async with started_backend(options) as backend:
+        chunks = [c async for c in backend.stream(dataclasses.replace(REQUEST, max_tokens=2))]
+    assert "".join(chunks) and is_cut(chunks[-1])
+    assert not any(is_cut(c) for c in chunks[:-1])

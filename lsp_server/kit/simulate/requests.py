@@ -55,7 +55,7 @@ class ReferenceAnswers:
     def __init__(self, final: Iterable[str], completion: CompletionSettings | None = None) -> None:
         self.engine = CorpusEngine(final)
         self.completion = completion or CompletionSettings()
-        self._answers: dict[tuple[int, bool], str] = {}
+        self._answers: dict[tuple[int, bool], tuple[str, bool]] = {}
 
     def context(self, doc: Document, position: lsp.Position) -> SyntaxContext:
         """The syntax context the server derives at ``position``."""
@@ -63,15 +63,19 @@ class ReferenceAnswers:
 
     def answer(self, ctx: SyntaxContext) -> str:
         """The engine's raw answer for the prompt built from ``ctx``."""
+        return self.answer_and_cut(ctx)[0]
+
+    def answer_and_cut(self, ctx: SyntaxContext) -> tuple[str, bool]:
+        """The engine's raw answer, and whether it was cut at ``max_tokens``."""
         memo = (fingerprint(ctx.prefix), ctx.block_opener)
-        raw = self._answers.get(memo)
-        if raw is None:
+        done = self._answers.get(memo)
+        if done is None:
             c = self.completion
-            done = self.engine.complete(
+            answer = self.engine.complete(
                 ctx.prefix, ctx.suffix, max_tokens=c.max_tokens, stop=c.stop
             )
-            raw = self._answers[memo] = done.text
-        return raw
+            done = self._answers[memo] = (answer.text, answer.finish_reason == "length")
+        return done
 
 
 def collect_requests(
@@ -109,7 +113,7 @@ def collect_requests(
             pos = lsp.Position(line=event.position.line, character=event.position.character)
             ctx = answers.context(doc, pos)
             key, anchor = keys_for(ctx)
-            raw = answers.answer(ctx)
+            raw, cut = answers.answer_and_cut(ctx)
             line = event.position.line
             before = "\n".join(docs.line(event.uri, n) for n in range(line))
             after_lines = [ctx.line_suffix] + [
@@ -134,6 +138,7 @@ def collect_requests(
                     at_line_start=ctx.at_line_start,
                     answer_raw=raw,
                     answer=fit_to_line(raw, ctx.line_suffix),
+                    answer_truncated=cut,
                 )
             )
             if on_request is not None:

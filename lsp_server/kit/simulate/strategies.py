@@ -76,6 +76,8 @@ class SimRequest:
     #: what the engine answers now: raw, and fitted to the line as served
     answer_raw: str
     answer: str
+    #: the engine cut ``answer_raw`` at ``maxTokens`` (its end is not the line's)
+    answer_truncated: bool = False
 
 
 class KeyDesign(Protocol):
@@ -187,6 +189,7 @@ class ScopeDesign:
             req.line_prefix,
             raw,
             context=req.line_context,
+            truncated=req.answer_truncated and raw == req.answer_raw,
         )
 
 

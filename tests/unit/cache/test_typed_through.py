@@ -135,3 +135,24 @@ def test_typing_a_one_line_answer_to_its_end_needs_no_new_request() -> None:
     assert store.completed_hits == 1
     # one character more is a different line: a real miss
     assert store.lookup(key("more"), anchor(), "    return 3.14159 * r * r + 1") is None
+
+
+def test_typing_to_the_end_of_an_answer_cut_at_the_token_limit_asks_again() -> None:
+    banner = "    # " + "*" * 58
+    store = CompletionStore(make_policy("lru", 16))
+    store.put(key(), anchor(), "    ", banner[4:], context=lines_text(ABOVE), truncated=True)
+    # the start is still served; the end is where the budget ran out, not the line's end
+    hit = store.lookup(key("typed some"), anchor(), "    # **")
+    assert hit is not None and hit.text == banner[8:]
+    assert store.lookup(key("typed all"), anchor(), banner) is None
+    assert store.completed_hits == 0
+
+
+def test_a_cut_multi_line_answers_last_line_is_not_the_end_of_that_line() -> None:
+    store = CompletionStore(make_policy("lru", 16))
+    store.put(
+        key(), anchor(), "    ", "x = 1\n    y = f(-(i as", context=lines_text(ABOVE),
+        truncated=True,
+    )
+    below = anchor([*ABOVE, "    x = 1"])
+    assert store.lookup(key("typed"), below, "    y = f(-(i as") is None

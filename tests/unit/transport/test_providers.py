@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterable
 
 import pytest
 
-from transport.backend import CompletionRequest, ContextChunk
+from transport.backend import CompletionRequest, ContextChunk, is_cut
 from transport.errors import UpstreamProtocolError
 from transport.options import EndpointOptions
 from transport.providers import decode_lines, provider_for
@@ -174,3 +174,55 @@ def test_llamacpp_keeps_infill_without_spm_or_for_a_prefix_first_only_template()
                     {"fim_order": "spm"}):
         url, body = provider_for(options(provider="llamacpp", **changes)).build_request(REQUEST)
         assert url.endswith("/infill") and "prompt" not in body
+
+
+async def cut_and_text(provider_name: str, raw: list[bytes]) -> tuple[bool, str]:
+    provider = provider_for(options(provider=provider_name))
+    chunks = [t async for t in provider.parse_stream(decode_lines(feed(raw)))]
+    assert all(not is_cut(c) for c in chunks[:-1])
+    return bool(chunks) and is_cut(chunks[-1]), "".join(chunks)
+
+
+@pytest.mark.parametrize("reason", ["length", "stop"])
+async def test_openai_finish_reason_length_marks_the_answer_cut(reason: str) -> None:
+    raw = sse(
+        {"choices": [{"text": "/****", "finish_reason": None}]},
+        {"choices": [{"text": "****", "finish_reason": reason}]},
+    ) + [b"data: [DONE]\n\n"]
+    assert await cut_and_text("openai", raw) == (reason == "length", "/********")
+
+
+@pytest.mark.parametrize(("stop_type", "cut"), [("limit", True), ("eos", False), ("word", False)])
+async def test_llamacpp_stop_type_limit_marks_the_answer_cut(stop_type: str, cut: bool) -> None:
+    # ``truncated`` is about the prompt: it never marks the answer cut
+    raw = sse(
+        {"content": "x", "stop": False},
+        {"content": "y", "stop": True, "stop_type": stop_type, "truncated": True},
+    )
+    assert await cut_and_text("llamacpp", raw) == (cut, "xy")
+
+
+async def test_llamacpp_stopped_limit_alone_marks_the_answer_cut() -> None:
+    raw = sse({"content": "xy", "stop": True, "stopped_limit": True})
+    assert await cut_and_text("llamacpp", raw) == (True, "xy")
+
+
+@pytest.mark.parametrize(("reason", "cut"), [("length", True), ("stop", False)])
+async def test_ollama_done_reason_length_marks_the_answer_cut(reason: str, cut: bool) -> None:
+    raw = [
+        b'{"response": "1", "done": false}\n',
+        json.dumps({"response": "2", "done": True, "done_reason": reason}).encode() + b"\n",
+    ]
+    assert await cut_and_text("ollama", raw) == (cut, "12")
+
+
+def test_non_streamed_bodies_tell_a_cut_answer() -> None:
+    openai = provider_for(options())
+    assert openai.body_cut({"choices": [{"text": "t", "finish_reason": "length"}]})
+    assert not openai.body_cut({"choices": [{"text": "t", "finish_reason": "stop"}]})
+    llamacpp = provider_for(options(provider="llamacpp"))
+    assert llamacpp.body_cut({"content": "c", "stop_type": "limit"})
+    assert not llamacpp.body_cut({"content": "c", "stop_type": "eos", "truncated": True})
+    ollama = provider_for(options(provider="ollama"))
+    assert ollama.body_cut({"response": "r", "done_reason": "length"})
+    assert not ollama.body_cut({"response": "r", "done_reason": "stop"})
