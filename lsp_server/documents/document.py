@@ -63,9 +63,10 @@ PARSE_RETRY_EDITS_MAX = 4096
 _READ_CHUNK = 4096
 _READ_CHUNK_MAX = 262144
 #: progress callbacks per look at the clock: tree-sitter calls back every
-#: hundred or so parse operations, and reading a thread's CPU clock is a
-#: system call that would cost a keystroke about 10%
-_CLOCK_EVERY = 16
+#: hundred or so parse operations, so the deadline is checked every few
+#: thousand (well under a millisecond), and a keystroke's parse, which calls
+#: back 5 to 25 times, never makes the system call that reads a thread's CPU clock
+_CLOCK_EVERY = 64
 #: languages whose missing grammar was already reported (once per process)
 _missing_reported: set[str] = set()
 
@@ -120,10 +121,11 @@ class _DeadlineInput:
         self.data = data
         self.budget = budget
         self.clock = clock
-        #: set at the first progress call: a parse too short to call back
-        #: never reads the clock
+        #: set at the first look at the clock, ``_CLOCK_EVERY`` progress calls
+        #: in (a few hundred parse operations): a keystroke's parse, which
+        #: calls back about ten times, never reads the clock
         self.deadline: float | None = None
-        self.countdown = 1
+        self.countdown = _CLOCK_EVERY
         self.chunk = _READ_CHUNK
         self.expired = False
         self.parsing = True
@@ -177,8 +179,9 @@ def bounded_parse(
     The deadline defaults to ``parse_deadline(len(data))`` and is measured on
     ``clock``, this thread's CPU time by default (a busy machine does not make
     a real parse time out; a grammar caught in a loop burns CPU), from
-    tree-sitter's first progress call, which it makes every hundred or so
-    operations; the clock is read every ``_CLOCK_EVERY`` calls. tree-sitter
+    tree-sitter's ``_CLOCK_EVERY``-th progress call (it calls back every
+    hundred or so operations), and the clock is read every ``_CLOCK_EVERY``
+    calls from then on. tree-sitter
     stops when the callback answers True; the parser is reset then, ready for
     the next parse.
     """
