@@ -9,6 +9,7 @@ path, streaming, cancellation and the token numbers the server reports.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import subprocess
 import sys
@@ -21,7 +22,10 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from lsp_server.kit.client import ServerProcess
+from tests.support.backend import REQUEST, started_backend
 from tests.support.llamacpp import LlamaCppServer
+from transport.backend import is_cut
+from transport.options import EndpointOptions
 
 pytestmark = pytest.mark.e2e
 
@@ -220,3 +224,17 @@ def test_diagnose_reports_http1_the_detected_server_and_real_token_counts(
     assert isinstance(rows["prompt limit"]["value"], int)
     assert rows["prompt tokens"]["value"] > 0  # the server's own count
     assert rows["prompt cut by server"]["verdict"] in ("ok", "slow")
+
+
+@pytest.mark.parametrize(("provider", "path"), [("llamacpp", ""), ("openai", "/v1")])
+async def test_an_answer_cut_at_max_tokens_arrives_marked_cut(
+    llama_server: LlamaCppServer, provider: str, path: str
+) -> None:
+    # llama.cpp's own finish reason, streamed: stop_type "limit" on /infill,
+    # finish_reason "length" on /v1/completions
+    options = EndpointOptions(endpoint=llama_server.url + path, provider=provider)
+    request = dataclasses.replace(REQUEST, prefix=TEXT[:120], max_tokens=2)
+    async with started_backend(options) as backend:
+        chunks = [c async for c in backend.stream(request)]
+    assert "".join(chunks) and is_cut(chunks[-1])
+    assert not any(is_cut(c) for c in chunks[:-1])
