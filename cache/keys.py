@@ -5,7 +5,11 @@
 before the cursor and a fingerprint of the suffix the prompt uses. The
 structural part alone is never enough (two functions share it); the
 fingerprints make it exact, and because they cover only scope-local text an
-edit outside the enclosing scope leaves the key unchanged.
+edit outside the enclosing scope leaves the key unchanged. The suffix
+fingerprint also covers the first line of each scope around the cursor's
+line (``SyntaxContext.scope_heads``), so two identical nested scopes in
+different functions differ; an edit of one of those header lines is the one
+edit outside the scope that changes the key.
 
 ``LineAnchor`` identifies "the same place" for typed-through lookups: the
 scope-local text before the cursor's line (bounded to ``ANCHOR_CHARS``) and

@@ -76,8 +76,14 @@ class Suggestion:
 
 
 def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
-    """The exact key and line anchor of a syntax context."""
-    suffix_fp = fingerprint(ctx.suffix)
+    """The exact key and line anchor of a syntax context.
+
+    Both cover the suffix and the enclosing scopes' first lines through one
+    fingerprint (the same for a multi-line answer's continuations): two
+    identical nested scopes in different functions get different keys.
+    """
+    heads = ctx.scope_heads
+    suffix_fp = fingerprint(f"{heads}\0{ctx.suffix}" if heads else ctx.suffix)
     key = ScopeKey.build(
         language=ctx.language,
         scope_depth=ctx.scope_depth,

@@ -15,7 +15,19 @@ unchanged and the tree is in error, the remembered start is reused (a clean
 parse always replaces it). The context is still the text itself, so a
 remembered start can only cost a hit, never serve a stale one.
 
-``suffix_bound`` does the same for where the suffix window stops, in languages
+Nested scopes can be byte-for-byte the same in different places (an
+object getter ``get shape() { ... }`` in two functions), and the innermost
+scope's text cannot tell them apart. So the line context also gives the
+*scope heads*: the first line (at most ``HEAD_CHARS`` characters) of every
+scope below the root that encloses the text before the line, outermost
+first, and of every ``ERROR`` node enclosing it (while a function is being
+written, its missing closing brace often makes it one). The key and the
+anchor cover them; an edit outside the enclosing scope changes them only
+when it edits one of those header lines (a renamed parameter of the
+enclosing function changes what the model writes). They come from the same
+scopes as the context, so typing on the line never changes them either.
+
+``suffix_bound`` keeps a memo the same way for where the suffix window stops, in languages
 whose scopes end at a closing token: typing ``if x {`` or ``each do`` on a
 line moves the end of the enclosing function (its ``}`` or ``end`` now
 closes the new block) although nothing after the cursor changed. While the
@@ -28,12 +40,31 @@ so there the remembered end also requires the same indentation.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from tree_sitter import Node
 
 from lsp_server.documents.document import Document
 from lsp_server.documents.languages import LanguageSpec
 from lsp_server.documents.line_memo import LineScope, SuffixEnd
-from lsp_server.documents.syntax_reads import last_content_byte, node_path_near, tail_text
+from lsp_server.documents.syntax_reads import (
+    head_text,
+    last_content_byte,
+    node_path_near,
+    tail_text,
+)
+
+#: what ``scope_heads`` keeps of each enclosing scope's first line
+HEAD_CHARS = 160
+
+
+class LineText(NamedTuple):
+    """The text before a line, as keys and anchors use it."""
+
+    #: scope-local text before the line (the last ``scope_chars`` characters)
+    context: str
+    #: the first line of each enclosing scope, outermost first, NUL-separated
+    scope_heads: str
 
 
 def line_context(
@@ -43,7 +74,7 @@ def line_context(
     cursor_scopes: list[int],
     line_start: int,
     scope_chars: int,
-) -> str:
+) -> LineText:
     """Scope-local text before the line, from the scope enclosing the line's start.
 
     ``cursor_path`` is the cursor's own ``node_path`` in the document's tree
@@ -53,30 +84,31 @@ def line_context(
     data = doc.buffer.data
     window = max(0, line_start - 4 * scope_chars)
     head = last_content_byte(data, window, line_start)
-    scope_start = 0
-    if head is not None:
-        memos = doc.line_memo
-        memo = memos.line_scope
-        # an ERROR node anywhere in the tree makes the root's has_error true
-        if cursor_path[0].has_error:
-            # error recovery around an incomplete line: keep what was found first
-            if memo is not None and _same_text(memo, data, window, line_start):
-                scope_start = memo.scope_start
-            else:
-                scope_start = _scope_start(spec, cursor_path, cursor_scopes, head)
-                before = bytes(data[window:line_start])
-                memos.line_scope = LineScope(line_start, window, before, scope_start, False)
+    if head is None:
+        return LineText(tail_text(data, window, line_start, scope_chars), "")
+    memos = doc.line_memo
+    memo = memos.line_scope
+    # an ERROR node anywhere in the tree makes the root's has_error true
+    if cursor_path[0].has_error:
+        # error recovery around an incomplete line: keep what was found first
+        if memo is not None and _same_text(memo, data, window, line_start):
+            scope_start, heads = memo.scope_start, memo.scope_heads
         else:
-            scope_start = _scope_start(spec, cursor_path, cursor_scopes, head)
-            if (
-                memo is None
-                or not memo.clean
-                or memo.scope_start != scope_start
-                or not _same_text(memo, data, window, line_start)
-            ):
-                before = bytes(data[window:line_start])
-                memos.line_scope = LineScope(line_start, window, before, scope_start, True)
-    return tail_text(data, max(window, scope_start), line_start, scope_chars)
+            scope_start, heads = _line_scope(data, spec, cursor_path, cursor_scopes, head)
+            before = bytes(data[window:line_start])
+            memos.line_scope = LineScope(line_start, window, before, scope_start, heads, False)
+    else:
+        scope_start, heads = _line_scope(data, spec, cursor_path, cursor_scopes, head)
+        if (
+            memo is None
+            or not memo.clean
+            or memo.scope_start != scope_start
+            or memo.scope_heads != heads
+            or not _same_text(memo, data, window, line_start)
+        ):
+            before = bytes(data[window:line_start])
+            memos.line_scope = LineScope(line_start, window, before, scope_start, heads, True)
+    return LineText(tail_text(data, max(window, scope_start), line_start, scope_chars), heads)
 
 
 def _same_text(memo: LineScope, data: bytearray, window: int, line_start: int) -> bool:
@@ -88,22 +120,40 @@ def _same_text(memo: LineScope, data: bytearray, window: int, line_start: int) -
     )
 
 
-def _scope_start(
-    spec: LanguageSpec, cursor_path: list[Node], cursor_scopes: list[int], byte: int
-) -> int:
-    """Start of the innermost scope (below the root) containing ``byte``; 0 for the root.
+def _line_scope(
+    data: bytearray,
+    spec: LanguageSpec,
+    cursor_path: list[Node],
+    cursor_scopes: list[int],
+    byte: int,
+) -> tuple[int, str]:
+    """Where the innermost scope around ``byte`` starts (0: the root), and the scope heads.
 
     ``byte``'s path shares its first nodes with the cursor's path, and so
     the scopes among them (``cursor_scopes``): only the nodes below are tested.
     """
     path, shared = node_path_near(cursor_path, byte)
-    below = spec.scope_depths(path, shared + 1)
-    if below:
-        return path[below[-1]].start_byte
-    for depth in reversed(cursor_scopes):
-        if depth <= shared:
-            return path[depth].start_byte if depth > 0 else 0
-    return 0
+    depths = [d for d in cursor_scopes if 0 < d <= shared]
+    depths += spec.scope_depths(path, shared + 1)
+    start = path[depths[-1]].start_byte if depths else 0
+    if path[0].has_error:
+        # The construct being written (a function without its closing brace
+        # yet) is often an ERROR node, not a scope: its head tells it apart too.
+        depths = sorted({*depths, *(d for d in range(1, len(path)) if path[d].is_error)})
+    if not depths:
+        return 0, ""
+    return start, _heads(data, [path[d] for d in depths])
+
+
+def _heads(data: bytearray, scopes: list[Node]) -> str:
+    """The first line of each scope (at most ``HEAD_CHARS`` characters), NUL-joined."""
+    heads = []
+    for scope in scopes:
+        start = scope.start_byte
+        cap = start + 4 * HEAD_CHARS
+        end = data.find(b"\n", start, cap)
+        heads.append(head_text(data, start, cap if end < 0 else end, HEAD_CHARS))
+    return "\0".join(heads)
 
 
 def suffix_bound(

@@ -43,6 +43,8 @@ class LineScope:
     #: ``data[window:line_start]`` then: the memo holds while it is unchanged
     before: bytes
     scope_start: int
+    #: the first lines of the scopes around it (``line_context.LineText.scope_heads``)
+    scope_heads: str
     #: found on a tree without errors around the line (else the first guess)
     clean: bool
 

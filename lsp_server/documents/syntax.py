@@ -104,6 +104,10 @@ class SyntaxContext(NamedTuple):
     #: what a miss sends upstream (``lsp_server.documents.prompt_window``); never part of a key
     prompt_prefix: str = ""
     prompt_suffix: str = ""
+    #: the first line of each scope enclosing the text before the cursor's line
+    #: (``lsp_server.documents.line_context``): keys and anchors cover them, so
+    #: identical nested scopes in different functions differ
+    scope_heads: str = ""
 
 
 def syntax_context(
@@ -209,6 +213,7 @@ def syntax_context(
         prefix_chars=prefix_chars, prefix_lines=prefix_lines, suffix_chars=suffix_chars,
         reevaluated_suffix_chars=prompt_suffix_chars,
     )
+    before_line = line_context(doc, spec, full_path, depths, line_start, scope_chars)
     return SyntaxContext(
         language=doc.language,
         line=line,
@@ -224,7 +229,8 @@ def syntax_context(
         line_prefix=line_prefix,
         line_suffix=line_suffix,
         preceding_lines=preceding,
-        line_context=line_context(doc, spec, full_path, depths, line_start, scope_chars),
+        line_context=before_line.context,
+        scope_heads=before_line.scope_heads,
         prefix=prefix,
         suffix=suffix,
         at_line_start=at_line_start,

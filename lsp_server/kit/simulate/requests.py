@@ -133,7 +133,7 @@ def collect_requests(
                     line_context=ctx.line_context,
                     before_fp=fingerprint(before),
                     after_fp=fingerprint("\n".join(after_lines)),
-                    suffix_fp=fingerprint(ctx.suffix),
+                    suffix_fp=key.suffix_fp,
                     expect=event.expect,
                     at_line_start=ctx.at_line_start,
                     answer_raw=raw,

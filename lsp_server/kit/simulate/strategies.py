@@ -69,7 +69,7 @@ class SimRequest:
     before_fp: int
     #: fingerprint of the document text after the cursor
     after_fp: int
-    #: the suffix fingerprint the scope key uses (scope-bounded)
+    #: the suffix fingerprint the scope key uses (scope-bounded, with the scope heads)
     suffix_fp: int
     expect: str | None
     at_line_start: bool

@@ -3,11 +3,12 @@
 Found on zod 3.25.76's ``src/v4/core/util.ts`` (``python -m
 tests.bench.bench_real_world``): ``extend(schema, shape)`` and ``merge(a, b)``
 each hold an object getter ``get shape() { ... }`` whose last lines are the
-same. The key covers the innermost scope only (its text up to the cursor and
-its text after it), so a line retyped at the start of the second getter's
-body has the first's key, and is served the first's answer, which names the
-other function's parameters (18 stale serves in the synthesized session).
-Kept visible until the key tells the enclosing scopes apart.
+same. A key covering the innermost scope only gave a line retyped at the
+start of the second getter's body the first's key, and served it the first's
+answer, which names the other function's parameters (18 stale serves in the
+synthesized session). Keys and anchors now cover the enclosing scopes' first
+lines, in a finished file and in one still being written (where the
+function without its closing brace is an ``ERROR`` node, not a scope).
 """
 
 from __future__ import annotations
@@ -15,12 +16,18 @@ from __future__ import annotations
 import pytest
 from lsprotocol.types import Position
 
-from cache.keys import ScopeKey
+from cache.keys import LineAnchor, ScopeKey
 from lsp_server.completion.pipeline import keys_for
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import syntax_context
 
 TEXT = """\
+import { assign, clone } from "./object";
+
+export function keys(o: object): string[] {
+  return Object.keys(o);
+}
+
 export function extend(schema: Schema, shape: Shape): any {
   const def = {
     ...schema.def,
@@ -44,25 +51,30 @@ export function merge(a: Schema, b: Schema): any {
   });
 }
 """
-FIRST, SECOND = 4, 16  # the getters' first body lines
+FIRST, SECOND = 10, 22  # the getters' first body lines
 
 
-def key_retyping(row: int) -> ScopeKey:
-    """The key at the start of ``row`` once it is deleted to be typed again."""
+def keys_retyping(row: int, *, written_up_to: bool = False) -> tuple[ScopeKey, LineAnchor]:
+    """The key and anchor at the start of ``row`` once it is deleted to be typed again.
+
+    ``written_up_to``: the file ends there, as while a developer writes it top down.
+    """
     lines = TEXT.split("\n")
     indent = "      "
     assert lines[row].startswith(indent + "const merged")
     lines[row] = indent
+    if written_up_to:
+        lines = lines[: row + 1]
     doc = DocumentStore().open("file:///x/util.ts", "typescript", 1, "\n".join(lines))
     ctx = syntax_context(doc, Position(line=row, character=len(indent)))
     assert ctx.parsed and ctx.scope_chain[-1] == "method_definition"
-    return keys_for(ctx)[0]
+    return keys_for(ctx)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the scope key covers the innermost scope only: byte-identical nested "
-    "scopes in different functions share it",
-)
-def test_identical_getters_in_different_functions_do_not_share_a_key() -> None:
-    assert key_retyping(FIRST) != key_retyping(SECOND)
+@pytest.mark.parametrize("written_up_to", [False, True], ids=["finished", "being-written"])
+def test_identical_getters_in_different_functions_share_no_key_or_anchor(
+    written_up_to: bool,
+) -> None:
+    first = keys_retyping(FIRST, written_up_to=written_up_to)
+    second = keys_retyping(SECOND, written_up_to=written_up_to)
+    assert first[0] != second[0] and first[1] != second[1]
