@@ -17,15 +17,30 @@ tokens for nobody, and the half-open stream keeps counting against the
 server's concurrent-stream limit. The subclass resets the stream through the
 connection's own h2 state machine (so the state stays consistent and other
 streams on the connection are untouched) and then lets httpcore's
-bookkeeping run unchanged. It is the only code here that touches httpcore's
-private API: it overrides ``_response_closed`` and uses ``_h2_state``,
-``_write_lock`` and ``_network_stream`` of ``AsyncHTTP2Connection`` (httpcore
-1.0). The e2e test ``test_cancel_mid_stream_resets_stream_and_keeps_connection``
-guards that contract against httpcore upgrades.
+bookkeeping run unchanged.
+
+It also keeps the connection's set-up from being cancelled half-way. httpcore
+sets an HTTP/2 connection up inside its first request (the preface, then 99
+of the 100 permits of its stream-count semaphore taken one ``await`` at a
+time); a cancellation in between leaves permits it never took, and the next
+request on the connection fails with ``ValueError: semaphore released too
+many times`` when the server's SETTINGS give them back. So the request that
+sets a connection up runs in a task of its own: a cancelled caller gets its
+``CancelledError`` at once, and the request is cancelled as soon as the
+set-up is over (its answer closed, if it came first).
+
+It is the only code here that touches httpcore's private API: it overrides
+``_response_closed`` and uses ``_h2_state``, ``_write_lock``,
+``_network_stream``, ``_sent_connection_init`` and ``_init_lock`` of
+``AsyncHTTP2Connection`` (httpcore 1.0). The e2e tests
+``test_cancel_mid_stream_resets_stream_and_keeps_connection`` and
+``test_a_request_cancelled_during_http2_setup_leaves_the_connection_usable``
+guard that contract against httpcore upgrades.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import ssl
@@ -161,6 +176,33 @@ class StreamResettingHTTP2Connection(httpcore.AsyncHTTP2Connection):
         self._reset_write_timeout = write_timeout
         #: told of every reset (the transport counts them)
         self._on_reset = on_reset
+        #: abandoned set-up requests still finishing (``_cancel_after_setup``)
+        self._finishing: set[asyncio.Future[None]] = set()
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        """Send ``request``; a request that sets the connection up is not cancelled mid-way."""
+        if self._sent_connection_init:
+            return await super().handle_async_request(request)
+        first = asyncio.ensure_future(super().handle_async_request(request))
+        try:
+            return await asyncio.shield(first)
+        except asyncio.CancelledError:
+            if not first.done():
+                finishing = asyncio.ensure_future(self._cancel_after_setup(first))
+                self._finishing.add(finishing)
+                finishing.add_done_callback(self._finishing.discard)
+            raise
+
+    async def _cancel_after_setup(self, first: asyncio.Future[httpcore.Response]) -> None:
+        """Cancel an abandoned request once the set-up it started is over (or close its answer)."""
+        async with self._init_lock:
+            pass  # the set-up runs under this lock: now it is done, or it failed
+        first.cancel()
+        try:
+            response = await first
+        except BaseException:  # noqa: BLE001 - cancelled or failed: nobody is waiting for it
+            return
+        await response.aclose()
 
     async def _response_closed(self, stream_id: int) -> None:
         await self._reset_if_open(stream_id)

@@ -80,6 +80,13 @@ def map_errors(host: str, *, body: bool) -> Iterator[None]:
         raise errors.UpstreamProtocolError(f"HTTP protocol error with {host}") from exc
     except httpcore.UnsupportedProtocol as exc:
         raise errors.ConfigurationError(str(exc)) from exc
+    except Exception as exc:
+        # The HTTP client's own state went wrong (an httpcore bug): this request
+        # failed, the server carries on.
+        logger.warning("the HTTP client failed talking to %s", host, exc_info=True)
+        raise errors.UpstreamProtocolError(
+            f"HTTP client failure with {host} ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 class PinnedConnectionPool(httpcore.AsyncConnectionPool):

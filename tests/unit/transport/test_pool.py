@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
+from transport.errors import UpstreamProtocolError
 from transport.network import PinnedResolverBackend, is_ip_literal, tls_context
-from transport.pool import ConnectionWarmer, PinnedTransport
+from transport.pool import ConnectionWarmer, PinnedTransport, map_errors
 
 
 class FakeClock:
@@ -62,3 +64,10 @@ def test_pool_repr_tells_its_state() -> None:
 def test_ip_literals() -> None:
     assert is_ip_literal("127.0.0.1") and is_ip_literal("::1") and is_ip_literal("[::1]")
     assert not is_ip_literal("completions.test")
+
+
+def test_an_http_client_bug_is_a_failed_request_not_a_crash() -> None:
+    with pytest.raises(UpstreamProtocolError) as failure:
+        with map_errors("svc.test", body=False):
+            raise ValueError("semaphore released too many times")
+    assert "svc.test" in str(failure.value) and "ValueError" in str(failure.value)
