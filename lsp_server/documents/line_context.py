@@ -10,15 +10,17 @@ the error may sit after the line (the function's ``}`` went missing) and
 still reshape the scope. So each document
 remembers the scope start found for the line it was last asked about
 (in its ``line_memo``, ``lsp_server.documents.line_memo``), with
-the bounded window of text before the line; while that text is byte-for-byte
-unchanged and the tree is in error, the remembered start is reused (a clean
-parse always replaces it). The context is still the text itself, so a
+the bounded window of text before the line and the scope heads' lines (see
+below); while those bytes are unchanged the remembered start is reused, so
+typing on the line does not even look again. A start found on a clean tree
+holds through error recovery; one found during error recovery is replaced
+at the next clean parse. The context is still the text itself, so a
 remembered start can only cost a hit, never serve a stale one.
 
 Nested scopes can be byte-for-byte the same in different places (an
 object getter ``get shape() { ... }`` in two functions), and the innermost
 scope's text cannot tell them apart. So the line context also gives the
-*scope heads*: the first line (at most ``HEAD_CHARS`` characters) of every
+*scope heads*: the first line (at most ``HEAD_BYTES`` bytes) of every
 scope below the root that encloses the text before the line, outermost
 first, and of every ``ERROR`` node enclosing it (while a function is being
 written, its missing closing brace often makes it one). The key and the
@@ -46,16 +48,11 @@ from tree_sitter import Node
 
 from lsp_server.documents.document import Document
 from lsp_server.documents.languages import LanguageSpec
-from lsp_server.documents.line_memo import LineScope, SuffixEnd
-from lsp_server.documents.syntax_reads import (
-    head_text,
-    last_content_byte,
-    node_path_near,
-    tail_text,
-)
+from lsp_server.documents.line_memo import HeadLines, LineScope, SuffixEnd
+from lsp_server.documents.syntax_reads import last_content_byte, node_path_near, tail_text
 
 #: what ``scope_heads`` keeps of each enclosing scope's first line
-HEAD_CHARS = 160
+HEAD_BYTES = 256
 
 
 class LineText(NamedTuple):
@@ -89,34 +86,27 @@ def line_context(
     memos = doc.line_memo
     memo = memos.line_scope
     # an ERROR node anywhere in the tree makes the root's has_error true
-    if cursor_path[0].has_error:
-        # error recovery around an incomplete line: keep what was found first
-        if memo is not None and _same_text(memo, data, window, line_start):
-            scope_start, heads = memo.scope_start, memo.scope_heads
-        else:
-            scope_start, heads = _line_scope(data, spec, cursor_path, cursor_scopes, head)
-            before = bytes(data[window:line_start])
-            memos.line_scope = LineScope(line_start, window, before, scope_start, heads, False)
+    in_error = cursor_path[0].has_error
+    if memo is not None and (memo.clean or in_error) and _still_holds(
+        memo, data, window, line_start
+    ):
+        scope_start, heads = memo.scope_start, memo.scope_heads
     else:
-        scope_start, heads = _line_scope(data, spec, cursor_path, cursor_scopes, head)
-        if (
-            memo is None
-            or not memo.clean
-            or memo.scope_start != scope_start
-            or memo.scope_heads != heads
-            or not _same_text(memo, data, window, line_start)
-        ):
-            before = bytes(data[window:line_start])
-            memos.line_scope = LineScope(line_start, window, before, scope_start, heads, True)
+        scope_start, heads, spans = _line_scope(data, spec, cursor_path, cursor_scopes, head)
+        before = bytes(data[window:line_start])
+        memos.line_scope = LineScope(
+            line_start, window, before, scope_start, heads, spans, not in_error
+        )
     return LineText(tail_text(data, max(window, scope_start), line_start, scope_chars), heads)
 
 
-def _same_text(memo: LineScope, data: bytearray, window: int, line_start: int) -> bool:
-    """Whether ``data[window:line_start]`` is still the text the memo was found for."""
+def _still_holds(memo: LineScope, data: bytearray, window: int, line_start: int) -> bool:
+    """Whether the text before the line and the heads' lines are what the memo was found for."""
     return (
         memo.line_start == line_start
         and memo.window == window
         and data.startswith(memo.before, window)
+        and all(data.startswith(line, start) for start, line in memo.head_lines)
     )
 
 
@@ -126,7 +116,7 @@ def _line_scope(
     cursor_path: list[Node],
     cursor_scopes: list[int],
     byte: int,
-) -> tuple[int, str]:
+) -> tuple[int, str, HeadLines]:
     """Where the innermost scope around ``byte`` starts (0: the root), and the scope heads.
 
     ``byte``'s path shares its first nodes with the cursor's path, and so
@@ -141,19 +131,28 @@ def _line_scope(
         # yet) is often an ERROR node, not a scope: its head tells it apart too.
         depths = sorted({*depths, *(d for d in range(1, len(path)) if path[d].is_error)})
     if not depths:
-        return 0, ""
-    return start, _heads(data, [path[d] for d in depths])
+        return 0, "", ()
+    heads, lines = _heads(data, [path[d] for d in depths])
+    return start, heads, lines
 
 
-def _heads(data: bytearray, scopes: list[Node]) -> str:
-    """The first line of each scope (at most ``HEAD_CHARS`` characters), NUL-joined."""
+def _heads(data: bytearray, scopes: list[Node]) -> tuple[str, HeadLines]:
+    """The first line of each scope (at most ``HEAD_BYTES`` bytes), NUL-joined, and their spans.
+
+    A span is where a line was read and its bytes, with the line end when
+    it came within the limit. The heads are only fingerprinted, never shown:
+    a character cut at the limit is kept as escaped bytes rather than decoded
+    exactly.
+    """
     heads = []
+    lines = []
     for scope in scopes:
         start = scope.start_byte
-        cap = start + 4 * HEAD_CHARS
+        cap = start + HEAD_BYTES
         end = data.find(b"\n", start, cap)
-        heads.append(head_text(data, start, cap if end < 0 else end, HEAD_CHARS))
-    return "\0".join(heads)
+        heads.append(data[start : cap if end < 0 else end])
+        lines.append((start, bytes(data[start : cap if end < 0 else end + 1])))
+    return b"\0".join(heads).decode("utf-8", "surrogateescape"), tuple(lines)
 
 
 def suffix_bound(

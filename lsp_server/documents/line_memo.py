@@ -9,8 +9,9 @@ memo can save work but never change a context:
 
 * ``preceding``: the lines before the cursor's line
   (``lsp_server.documents.syntax``);
-* ``line_scope``: where the scope of the text before the line starts, kept
-  through error recovery (``lsp_server.documents.line_context``);
+* ``line_scope``: where the scope of the text before the line starts, and
+  the first lines of the scopes around it, kept through error recovery
+  (``lsp_server.documents.line_context``);
 * ``suffix_end``: where the suffix window stopped (same module).
 
 A forked document starts with an empty memo.
@@ -34,6 +35,10 @@ class PrecedingLines:
     lines: tuple[str, ...]
 
 
+#: where each scope head's line starts, and its bytes then (with the line end when read)
+HeadLines = tuple[tuple[int, bytes], ...]
+
+
 @dataclass(frozen=True, slots=True)
 class LineScope:
     """Where the scope of a line's preceding text starts, and the text it was found for."""
@@ -45,6 +50,8 @@ class LineScope:
     scope_start: int
     #: the first lines of the scopes around it (``line_context.LineText.scope_heads``)
     scope_heads: str
+    #: where those lines are: the memo also holds only while they are unchanged
+    head_lines: HeadLines
     #: found on a tree without errors around the line (else the first guess)
     clean: bool
 

@@ -78,3 +78,27 @@ def test_identical_getters_in_different_functions_share_no_key_or_anchor(
     first = keys_retyping(FIRST, written_up_to=written_up_to)
     second = keys_retyping(SECOND, written_up_to=written_up_to)
     assert first[0] != second[0] and first[1] != second[1]
+
+
+LONG = (
+    "export function total(items: Item[], tax: number): number {\n"
+    + "".join(f"  const v{n} = items[{n}].price * tax;\n" for n in range(400))
+    + "  return \n"
+    + "}\n"
+)
+
+
+def test_a_header_edit_far_above_the_line_changes_the_key() -> None:
+    # The header is more than the line context's window (8,000 bytes) above the
+    # cursor: only the scope heads see it. A same-length edit keeps every offset.
+    row = LONG.count("\n") - 2
+    doc = DocumentStore().open("file:///x/total.ts", "typescript", 1, LONG)
+    cursor = Position(line=row, character=len("  return "))
+    before = keys_for(syntax_context(doc, cursor))
+    memo = doc.line_memo.line_scope
+    assert keys_for(syntax_context(doc, cursor)) == before
+    assert doc.line_memo.line_scope is memo  # asked again on the same line: reused
+    assert LONG.index("tax: number") < len(LONG.encode()) - 8000 - 20
+    doc.replace_text(LONG.replace("tax: number", "vat: number", 1))
+    after = keys_for(syntax_context(doc, cursor))
+    assert after[0] != before[0] and after[1] != before[1]
