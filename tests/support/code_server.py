@@ -59,6 +59,11 @@ QUIET_SETTINGS: Mapping[str, Any] = {
     "workbench.secondarySideBar.defaultVisibility": "hidden",
     # VS Code's own AI features would compete for the ghost text
     "chat.disableAIFeatures": True,
+    # code-server notices the ports opened on this machine (the reference
+    # service, another test's servers) and pops "Open in Browser" toasts that
+    # take the focus, and with it the ghost text, from the editor
+    "remote.autoForwardPorts": False,
+    "remote.restoreForwardedPorts": False,
 }
 
 
