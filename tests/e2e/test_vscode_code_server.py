@@ -353,6 +353,18 @@ def user_settings(service: ReferenceService, **extra: Any) -> dict[str, Any]:
     }
 
 
+def server_stats(metrics_port: int) -> dict[str, Any] | None:
+    """``scopecache/stats`` as the server's metrics endpoint serves it (None: not up)."""
+    try:
+        with httpx.Client(timeout=5.0) as client:
+            answer: dict[str, Any] = client.get(
+                f"http://127.0.0.1:{metrics_port}/stats.json"
+            ).json()
+            return answer
+    except httpx.HTTPError:
+        return None
+
+
 def errors(log: str) -> list[str]:
     """Lines of the output channel at error level.
 
@@ -458,8 +470,8 @@ def test_a_go_file_gets_ghost_text_that_tab_accepts_and_the_stats_count_it_as_pa
 
     # scopecache/stats, as the metrics endpoint serves it: the Go document was
     # parsed by its grammar, not served text-only
-    with httpx.Client(timeout=5.0) as client:
-        stats = client.get(f"http://127.0.0.1:{metrics_port}/stats.json").json()
+    stats = server_stats(metrics_port)
+    assert stats is not None
     go = stats["languages"]["go"]
     assert go["documents"] == 1 and go["parsed"] == 1 and go["text"] == 0, stats["languages"]
     assert go["requests"] >= 1, stats["languages"]
@@ -515,7 +527,8 @@ def test_the_three_commands_work_and_a_settings_change_reaches_the_server(
 def test_a_killed_server_is_restarted_once_per_crash_with_backoff(
     code_server_for: Callable[[dict[str, Any]], Workbench], service: ReferenceService
 ) -> None:
-    bench = code_server_for(user_settings(service))
+    metrics_port = free_port()
+    bench = code_server_for(user_settings(service, **{"scopecache.metricsPort": metrics_port}))
     bench.open_file("headers.py")
     wait_until(lambda: "zap" in bench.status(), "the server to run")
     servers = bench.vscode.language_servers()
@@ -533,10 +546,21 @@ def test_a_killed_server_is_restarted_once_per_crash_with_backoff(
         assert f"scopecache server stopped; restarting in {delay} ms" in log, log
         servers = replaced
 
-    # the restarted server completes as the first one did
+    # the restarted server completes as the first one did, once the client has
+    # opened the document on it again
+    def open_python_documents() -> int:
+        stats = server_stats(metrics_port) or {}
+        return int(stats.get("languages", {}).get("python", {}).get("documents", 0))
+
+    wait_until(lambda: open_python_documents() == 1, "the document open on the restarted server")
     bench.go_to_end()
     bench.type(TYPED)
-    wait_until(lambda: bench.ghost_text() == "der(line):", "ghost text from the restarted server")
+    try:
+        wait_until(
+            lambda: bench.ghost_text() == "der(line):", "ghost text from the restarted server"
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; its stats: {server_stats(metrics_port)}") from None
     bench.screenshot("after-restarts")
     log = bench.vscode.output_channel_log()
     assert log.count("restarting in") == 2, log
