@@ -150,8 +150,9 @@ def _heads(data: bytearray, scopes: list[Node]) -> tuple[str, HeadLines]:
         start = scope.start_byte
         cap = start + HEAD_BYTES
         end = data.find(b"\n", start, cap)
-        heads.append(data[start : cap if end < 0 else end])
-        lines.append((start, bytes(data[start : cap if end < 0 else end + 1])))
+        line = bytes(data[start : cap if end < 0 else end + 1])
+        heads.append(line if end < 0 else line[:-1])
+        lines.append((start, line))
     return b"\0".join(heads).decode("utf-8", "surrogateescape"), tuple(lines)
 
 
