@@ -209,6 +209,9 @@ class CompletionPipeline:
             return hit
         if self.backend is None:
             return None
+        # A miss: read the prompt windows now, before the first wait, while
+        # the document is still the one this context was taken from.
+        ctx.prompt.texts()
         self.inflight.cancel_diverged(uri, ctx.line_prefix, anchor, ctx.line)
         attached = await self._attach(anchor, ctx)
         if attached is not None:
@@ -284,6 +287,7 @@ class CompletionPipeline:
             return False
         if self.inflight.find(anchor, ctx.line_prefix) is not None:
             return False
+        ctx.prompt.texts()  # before the L2 lookup below lets the document change
         if self.l2 is None:
             self.upstream.start(uri, key, anchor, ctx, predicted=predicted)
             return True

@@ -245,6 +245,10 @@ class Document:
         #: first line of the prompt's prefix window, remembered between
         #: requests by ``lsp_server.documents.prompt_window`` so that it stays put
         self.prompt_anchor: int | None = None
+        #: changes applied since the document was opened: a reading of the text
+        #: taken earlier (``lsp_server.documents.prompt_window.DeferredPrompt``)
+        #: knows from it whether the text is still the one it was taken from
+        self.edits = 0
         #: what the syntax context read around the line it was last asked
         #: about (``lsp_server.documents.line_memo``)
         self.line_memo = LineMemo()
@@ -344,6 +348,7 @@ class Document:
                 self._has_nul = b"\0" in self.buffer.data
                 self.tree, full = None, True
         self._text = None
+        self.edits += 1
         self._parse(incremental=not full)
 
     def replace_text(self, text: str) -> None:
@@ -351,6 +356,7 @@ class Document:
         self.buffer.set_text(encode_text(text))
         self._has_nul = b"\0" in self.buffer.data
         self._text = text
+        self.edits += 1
         self._parse(incremental=False)
 
     def reconsider_parse(self) -> None:

@@ -7,8 +7,6 @@ each with the bytes it was read from; a reading is reused only while those
 bytes are byte-for-byte unchanged (compared in place, not copied), so a
 memo can save work but never change a context:
 
-* ``preceding``: the lines before the cursor's line
-  (``lsp_server.documents.syntax``);
 * ``line_scope``: where the scope of the text before the line starts, and
   the first lines of the scopes around it, kept through error recovery
   (``lsp_server.documents.line_context``);
@@ -20,20 +18,6 @@ A forked document starts with an empty memo.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-
-@dataclass(frozen=True, slots=True)
-class PrecedingLines:
-    """The lines before a line, and the bytes they were read from."""
-
-    #: byte offset of the first of the lines
-    start: int
-    #: ``data[start:line_start]`` then
-    text: bytes
-    #: at most this many characters were kept of each line
-    chars: int
-    lines: tuple[str, ...]
-
 
 #: where each scope head's line starts, and its bytes then (with the line end when read)
 HeadLines = tuple[tuple[int, bytes], ...]
@@ -72,10 +56,9 @@ class SuffixEnd:
 class LineMemo:
     """One document's readings of the line last asked about (None: nothing read yet)."""
 
-    __slots__ = ("line_scope", "preceding", "suffix_end")
+    __slots__ = ("line_scope", "suffix_end")
 
     def __init__(self) -> None:
-        self.preceding: PrecedingLines | None = None
         self.line_scope: LineScope | None = None
         self.suffix_end: SuffixEnd | None = None
 

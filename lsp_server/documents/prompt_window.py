@@ -40,6 +40,14 @@ than the budget start mid-line and move with every keystroke), ``lines`` (llama.
 and ``tokens`` (Continue: whole lines pruned from the top to a token budget,
 an estimated ``(prefixChars + suffixChars) / 4`` tokens of which the suffix
 takes at most a fifth).
+
+Only a miss sends a prompt, so a keystroke answered from the cache should
+not pay for one: the syntax context carries a ``DeferredPrompt`` that reads
+the windows from the document the first time they are asked for. They must
+be asked for before the document changes again; the completion pipeline
+does that as soon as it knows a request goes upstream, before it waits for
+anything. Asked for later, they raise ``StalePromptError`` rather than mix
+two states of the text.
 """
 
 from __future__ import annotations
@@ -66,6 +74,82 @@ TOKENS_SUFFIX_SHARE = 0.2
 
 # About one token per identifier, number, punctuation mark or run of spaces.
 _TOKEN = re.compile(r"\w+|[^\w\s]|\s+")
+
+
+class StalePromptError(RuntimeError):
+    """A deferred prompt was read after its document had changed."""
+
+
+class DeferredPrompt:
+    """The prompt windows at one cursor, read from the document when first asked for.
+
+    ``prefix`` is the sliding window (the last ``prefix_chars`` characters
+    from ``window_start`` to the cursor); ``prompt_prefix`` and
+    ``prompt_suffix`` are what a miss sends (``prompt_window``). All three
+    are read together, once, and only while the document has had no edit
+    since the context was taken (``Document.edits``).
+    """
+
+    __slots__ = (
+        "_doc", "_edits", "_kind", "_line", "_offset", "_prefix_chars", "_prefix_lines",
+        "_reevaluated", "_scope_suffix", "_suffix_chars", "_texts", "_window_start",
+    )
+
+    def __init__(
+        self,
+        doc: Document,
+        offset: int,
+        line: int,
+        window_start: int,
+        *,
+        kind: PromptWindowKind,
+        scope_suffix: str,
+        prefix_chars: int,
+        prefix_lines: int,
+        suffix_chars: int,
+        reevaluated_suffix_chars: int,
+    ) -> None:
+        self._doc = doc
+        self._edits = doc.edits
+        self._offset = offset
+        self._line = line
+        self._window_start = window_start
+        self._kind = kind
+        self._scope_suffix = scope_suffix
+        self._prefix_chars = prefix_chars
+        self._prefix_lines = prefix_lines
+        self._suffix_chars = suffix_chars
+        self._reevaluated = reevaluated_suffix_chars
+        self._texts: tuple[str, str, str] | None = None
+
+    def __repr__(self) -> str:
+        state = "read" if self.is_read else "not read"
+        return f"DeferredPrompt({self._kind}, offset {self._offset}, {state})"
+
+    @property
+    def is_read(self) -> bool:
+        """Whether the windows have been read from the document."""
+        return self._texts is not None
+
+    def texts(self) -> tuple[str, str, str]:
+        """The sliding prefix, the prompt's prefix and its suffix (read on first use)."""
+        if self._texts is None:
+            doc = self._doc
+            if doc.edits != self._edits:
+                raise StalePromptError(
+                    f"the prompt at offset {self._offset} of {doc.uri} was read after "
+                    f"{doc.edits - self._edits} more edit(s)"
+                )
+            sliding = tail_text(doc.buffer.data, self._window_start, self._offset,
+                                self._prefix_chars)
+            prefix, suffix = prompt_window(
+                doc, self._offset, self._line, kind=self._kind,
+                scope_suffix=self._scope_suffix, sliding_prefix=sliding,
+                prefix_chars=self._prefix_chars, prefix_lines=self._prefix_lines,
+                suffix_chars=self._suffix_chars, reevaluated_suffix_chars=self._reevaluated,
+            )
+            self._texts = (sliding, prefix, suffix)
+        return self._texts
 
 
 def block_size(prefix_lines: int, fitting_lines: int) -> int:

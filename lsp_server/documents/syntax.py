@@ -31,7 +31,9 @@ Rules, chosen to stay stable while the user types incomplete code:
   ``lsp_server.documents.line_context.suffix_bound``); ``prefix`` may reach outside the
   scope.
 * **Prompt**: ``prompt_prefix``/``prompt_suffix`` are what a miss sends
-  upstream (see ``lsp_server.documents.prompt_window``); no key is built from them.
+  upstream (see ``lsp_server.documents.prompt_window``); no key is built from
+  them, so they and the ``prefix`` window are read only when first asked for
+  (``DeferredPrompt``): a keystroke answered from the cache never reads them.
 * Without a tree (no grammar, too large, binary) the context is text only:
   depth 0, node and parent ``"text"``, and the scope is the prefix window.
 """
@@ -48,9 +50,8 @@ from lsp_server.documents.block_opener import block_opener, text_block_opener
 from lsp_server.documents.document import Document
 from lsp_server.documents.languages import LanguageSpec
 from lsp_server.documents.line_context import line_context, suffix_bound
-from lsp_server.documents.line_memo import PrecedingLines
 from lsp_server.documents.positions import TextBuffer
-from lsp_server.documents.prompt_window import prompt_window
+from lsp_server.documents.prompt_window import DeferredPrompt
 from lsp_server.documents.syntax_reads import (
     ERROR_NODE,
     head_text,
@@ -62,8 +63,6 @@ from lsp_server.settings import CompletionSettings, PromptWindowKind
 
 logger = logging.getLogger(__name__)
 
-#: lines before the cursor's line kept in ``preceding_lines``
-PRECEDING_LINES = 3
 NO_PARENT = "none"
 TEXT_NODE = "text"
 
@@ -89,25 +88,38 @@ class SyntaxContext(NamedTuple):
     scope_prefix: str
     line_prefix: str
     line_suffix: str
-    preceding_lines: tuple[str, ...]
     #: scope-local text before the cursor's line: from the start of the scope
     #: enclosing the line's start (so typing on the line never changes it) to
     #: the line start, last ``scope_chars`` characters
     line_context: str
-    prefix: str
     suffix: str
     at_line_start: bool
     block_opener: bool
     parsed: bool
+    #: the prefix window and what a miss sends upstream, read when first asked
+    #: for (``lsp_server.documents.prompt_window``); never part of a key
+    prompt: DeferredPrompt
     #: the position was out of range (or inside a character) and was clamped
     clamped: bool = False
-    #: what a miss sends upstream (``lsp_server.documents.prompt_window``); never part of a key
-    prompt_prefix: str = ""
-    prompt_suffix: str = ""
     #: the first line of each scope enclosing the text before the cursor's line
     #: (``lsp_server.documents.line_context``): keys and anchors cover them, so
     #: identical nested scopes in different functions differ
     scope_heads: str = ""
+
+    @property
+    def prefix(self) -> str:
+        """The last ``prefix_chars`` characters before the cursor (``prefix_lines`` at most)."""
+        return self.prompt.texts()[0]
+
+    @property
+    def prompt_prefix(self) -> str:
+        """The prefix a miss sends upstream."""
+        return self.prompt.texts()[1]
+
+    @property
+    def prompt_suffix(self) -> str:
+        """The suffix a miss sends upstream."""
+        return self.prompt.texts()[2]
 
 
 def syntax_context(
@@ -132,9 +144,7 @@ def syntax_context(
     line_prefix = tail_text(data, line_start, off, prefix_chars)
     line_suffix = head_text(data, off, line_end, suffix_chars)
     at_line_start = line_prefix.strip() == ""
-    preceding = _preceding_lines(doc, line, prefix_chars)
     window_start = max(buf.line_start(max(0, line - prefix_lines)), off - 4 * prefix_chars)
-    prefix = tail_text(data, window_start, off, prefix_chars)
     last_line = min(buf.line_count - 1, line + suffix_lines)
     suffix_end = min(buf.line_end(last_line), off + 4 * suffix_chars)
 
@@ -142,11 +152,6 @@ def syntax_context(
     anchor = last_content_byte(data, window_start, off)
     if tree is None or spec is None:
         suffix = head_text(data, off, suffix_end, suffix_chars)
-        prompt_prefix, prompt_suffix = prompt_window(
-            doc, off, line, kind=prompt, scope_suffix=suffix, sliding_prefix=prefix,
-            prefix_chars=prefix_chars, prefix_lines=prefix_lines, suffix_chars=suffix_chars,
-            reevaluated_suffix_chars=prompt_suffix_chars,
-        )
         return SyntaxContext(
             language=doc.language,
             line=line,
@@ -161,20 +166,21 @@ def syntax_context(
             scope_prefix=tail_text(data, window_start, off, scope_chars),
             line_prefix=line_prefix,
             line_suffix=line_suffix,
-            preceding_lines=preceding,
             line_context=tail_text(
                 data, max(0, line_start - 4 * scope_chars), line_start, scope_chars
             ),
-            prefix=prefix,
             suffix=suffix,
             at_line_start=at_line_start,
             block_opener=text_block_opener(
                 data, anchor, line_start, line_suffix, at_line_start, spec
             ),
             parsed=False,
+            prompt=DeferredPrompt(
+                doc, off, line, window_start, kind=prompt, scope_suffix=suffix,
+                prefix_chars=prefix_chars, prefix_lines=prefix_lines, suffix_chars=suffix_chars,
+                reevaluated_suffix_chars=prompt_suffix_chars,
+            ),
             clamped=where.clamped,
-            prompt_prefix=prompt_prefix,
-            prompt_suffix=prompt_suffix,
         )
 
     full_path = node_path(tree, anchor) if anchor is not None else [tree.root_node]
@@ -208,11 +214,6 @@ def syntax_context(
     scope_end = len(data) if scope == root else scope.end_byte
     bound = suffix_bound(doc, spec, line_start, line_end, scope_end, 4 * scope_chars)
     suffix = head_text(data, off, min(suffix_end, max(off, bound)), suffix_chars)
-    prompt_prefix, prompt_suffix = prompt_window(
-        doc, off, line, kind=prompt, scope_suffix=suffix, sliding_prefix=prefix,
-        prefix_chars=prefix_chars, prefix_lines=prefix_lines, suffix_chars=suffix_chars,
-        reevaluated_suffix_chars=prompt_suffix_chars,
-    )
     before_line = line_context(doc, spec, full_path, depths, line_start, scope_chars)
     return SyntaxContext(
         language=doc.language,
@@ -228,46 +229,19 @@ def syntax_context(
         scope_prefix=tail_text(data, max(scope_start, off - 4 * scope_chars), off, scope_chars),
         line_prefix=line_prefix,
         line_suffix=line_suffix,
-        preceding_lines=preceding,
         line_context=before_line.context,
         scope_heads=before_line.scope_heads,
-        prefix=prefix,
         suffix=suffix,
         at_line_start=at_line_start,
         block_opener=opener,
         parsed=True,
+        prompt=DeferredPrompt(
+            doc, off, line, window_start, kind=prompt, scope_suffix=suffix,
+            prefix_chars=prefix_chars, prefix_lines=prefix_lines, suffix_chars=suffix_chars,
+            reevaluated_suffix_chars=prompt_suffix_chars,
+        ),
         clamped=where.clamped,
-        prompt_prefix=prompt_prefix,
-        prompt_suffix=prompt_suffix,
     )
-
-
-def _preceding_lines(doc: Document, line: int, chars: int) -> tuple[str, ...]:
-    """The last ``chars`` characters of each of the ``PRECEDING_LINES`` lines before ``line``.
-
-    Read again only when the bytes of those lines changed since the last
-    time (``lsp_server.documents.line_memo``): typing on a line does not
-    change them.
-    """
-    buf = doc.buffer
-    data = buf.data
-    first = max(0, line - PRECEDING_LINES)
-    start = buf.line_start(first)
-    end = buf.line_start(line)
-    memo = doc.line_memo.preceding
-    if (
-        memo is not None
-        and memo.start == start
-        and memo.chars == chars
-        and len(memo.text) == end - start
-        and data.startswith(memo.text, start)
-    ):
-        return memo.lines
-    lines = tuple(
-        tail_text(data, buf.line_start(n), buf.line_end(n), chars) for n in range(first, line)
-    )
-    doc.line_memo.preceding = PrecedingLines(start, bytes(data[start:end]), chars, lines)
-    return lines
 
 
 def completion_context(

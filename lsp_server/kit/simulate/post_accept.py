@@ -61,9 +61,9 @@ class PrefetchTargets:
         cursor = lsp.Position(line=line + 1, character=utf16_len(indent))
         try:
             ctx = self.answers.context(doc, cursor)
+            raw = self.answers.answer(ctx)  # reads the prompt: before the undo
         finally:
             edit(cursor, original)
-        raw = self.answers.answer(ctx)
         key, anchor = keys_for(ctx)
         return replace(
             req,

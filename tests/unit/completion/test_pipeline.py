@@ -6,6 +6,8 @@ from collections.abc import AsyncIterator
 
 from lsprotocol import types
 
+from cache.entry import CachedCompletion
+from cache.keys import ScopeKey
 from cache.l2.memory import MemoryHub, MemoryStore
 from cache.policies import make_policy
 from cache.store import CompletionStore
@@ -13,6 +15,7 @@ from lsp_server.completion.inflight import InflightRegistry
 from lsp_server.completion.notify import UserNotifier
 from lsp_server.completion.pipeline import CompletionPipeline
 from lsp_server.completion.throttle import MissThrottle
+from lsp_server.documents.document import Document
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, syntax_context
 from lsp_server.observe.stats import ServerStats
@@ -147,3 +150,41 @@ async def test_upstream_requests_name_their_document_for_slot_pinning() -> None:
     pipe, _ = pipeline(backend)
     await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: True)
     assert [request.document for request in backend.calls] == [URI]
+
+
+class EditingTier:
+    """An L2 in whose lookup the user types on: the document changes mid-request."""
+
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+
+    async def get(self, key: ScopeKey) -> CachedCompletion | None:
+        end = types.Position(line=1, character=14)
+        self.doc.apply_changes(
+            [types.TextDocumentContentChangePartial(range=types.Range(start=end, end=end),
+                                                    text="'typed on'")]
+        )
+        return None
+
+    async def put(self, entry: CachedCompletion) -> None:
+        return None
+
+
+async def test_a_hit_never_reads_the_prompt() -> None:
+    pipe, _ = pipeline(StaticBackend('"Hello, " + name'))
+    await pipe.complete(URI, context(TEXT, 1, 14), still_current=lambda: True)
+    hit = context(TEXT, 1, 14)
+    answer = await pipe.complete(URI, hit, still_current=lambda: True)
+    assert answer is not None and answer.source == "exact"
+    assert not hit.prompt.is_read
+
+
+async def test_a_miss_sends_the_text_it_was_asked_for_though_the_user_typed_on_meanwhile() -> None:
+    backend = StaticBackend('"Hello, " + name')
+    pipe, _ = pipeline(backend)
+    doc = DocumentStore().open(URI, "python", 1, TEXT)
+    pipe.l2 = EditingTier(doc)
+    ctx = syntax_context(doc, types.Position(line=1, character=14))
+    await pipe.complete(URI, ctx, still_current=lambda: True)
+    assert doc.text.endswith("'typed on'")
+    assert [request.prefix for request in backend.calls] == [TEXT]

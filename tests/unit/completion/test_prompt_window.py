@@ -5,7 +5,7 @@ from lsprotocol.types import Position, Range, TextDocumentContentChangePartial
 
 from lsp_server.completion.pipeline import keys_for
 from lsp_server.documents.document import Document
-from lsp_server.documents.prompt_window import block_size, estimate_tokens
+from lsp_server.documents.prompt_window import StalePromptError, block_size, estimate_tokens
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, completion_context, syntax_context
 from lsp_server.settings import CompletionSettings, PromptWindowKind
@@ -68,13 +68,18 @@ def context(doc: Document, pos: Position, kind: PromptWindowKind = "anchored") -
 
 
 def typing_session(store: DocumentStore, kind: PromptWindowKind) -> list[SyntaxContext]:
-    """Type NEW_CODE at the end of a file larger than the budget, one character at a time."""
+    """Type NEW_CODE at the end of a file larger than the budget, one character at a time.
+
+    Every keystroke is a miss: its prompt is read before the next one.
+    """
     doc = store.open(URI, "python", 1, SOURCE)
     pos = end_of(doc)
     contexts = []
     for char in NEW_CODE:
         pos = type_char(store, doc, pos, char)
-        contexts.append(context(doc, pos, kind))
+        ctx = context(doc, pos, kind)
+        ctx.prompt.texts()
+        contexts.append(ctx)
     return contexts
 
 
@@ -160,9 +165,31 @@ def test_returning_to_an_earlier_function_sends_the_same_window_again(
     here = end_of(doc)
     earlier = Position(line=SOURCE[: SOURCE.index("def step_40")].count("\n") + 3, character=8)
     first_visit = context(doc, earlier).prompt_prefix
-    context(doc, here)
+    assert context(doc, here).prompt_prefix != first_visit
     assert context(doc, earlier).prompt_prefix == first_visit
     assert len(first_visit) > PREFIX_CHARS / 2
+
+
+def test_a_keystroke_that_never_asks_for_its_prompt_does_not_read_it(
+    store: DocumentStore,
+) -> None:
+    doc = store.open(URI, "python", 1, SOURCE)
+    ctx = context(doc, end_of(doc))
+    assert not ctx.prompt.is_read
+    assert ctx.prompt_prefix == doc.text[-len(ctx.prompt_prefix) :]
+    assert ctx.prompt.is_read
+
+
+def test_a_prompt_asked_for_after_the_document_changed_is_refused(store: DocumentStore) -> None:
+    doc = store.open(URI, "python", 1, SOURCE)
+    pos = end_of(doc)
+    unread = context(doc, pos)
+    read = context(doc, pos)
+    sent = read.prompt_prefix
+    type_char(store, doc, pos, "x")
+    with pytest.raises(StalePromptError, match="read after 1 more edit"):
+        unread.prompt.texts()
+    assert read.prompt_prefix == sent  # read before the edit: kept as it was
 
 
 def test_the_step_is_a_power_of_two_within_a_quarter_of_the_window() -> None:

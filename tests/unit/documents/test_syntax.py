@@ -90,22 +90,11 @@ def test_node_is_the_named_node_before_the_cursor_and_parent_its_ancestor(doc: D
     assert (ctx.node_type, ctx.parent_type) == ("identifier", "binary_operator")
 
 
-def test_line_prefix_suffix_and_preceding_lines(doc: Document) -> None:
+def test_line_prefix_and_suffix(doc: Document) -> None:
     ctx = syntax_context(doc, at(SOURCE, "return subtotal"))
     assert ctx.line_prefix == "        return subtotal"
     assert ctx.line_suffix == " * (1 + tax)"
-    assert ctx.preceding_lines == (
-        "",
-        "    def total(self, tax):",
-        "        subtotal = sum(p for p in self.items)",
-    )
     assert not ctx.at_line_start
-
-
-def test_preceding_lines_are_fewer_at_the_top(doc: Document) -> None:
-    ctx = syntax_context(doc, Position(line=1, character=0))
-    assert ctx.preceding_lines == ("import math",)
-    assert syntax_context(doc, Position(line=0, character=3)).preceding_lines == ()
 
 
 def test_suffix_stops_at_the_end_of_the_enclosing_scope(doc: Document) -> None:
