@@ -346,6 +346,7 @@ class Document:
             else:
                 self.buffer.set_text(encode_text(change.text))
                 self._has_nul = b"\0" in self.buffer.data
+                self.line_memo.clear()
                 self.tree, full = None, True
         self._text = None
         self.edits += 1
@@ -353,6 +354,7 @@ class Document:
 
     def replace_text(self, text: str) -> None:
         """Replace the whole text and parse it from scratch."""
+        self.line_memo.clear()
         self.buffer.set_text(encode_text(text))
         self._has_nul = b"\0" in self.buffer.data
         self._text = text
@@ -380,14 +382,16 @@ class Document:
         elif self._has_nul and end > start:
             # a deletion may have removed the last NUL: look again (rare)
             self._recheck_nul = True
+        new_end = start + len(new)
+        line_break = b"\n" in new or b"\r" in new
+        self.line_memo.note_edit(start, end, new_end, line_break)
         if self.tree is None:
             buf.replace(start, end, new)
             return
         start_point = buf.ts_point(start)
         old_end_point = start_point if end == start else buf.ts_point(end)
         buf.replace(start, end, new)
-        new_end = start + len(new)
-        if b"\n" in new:
+        if line_break and b"\n" in new:
             new_end_point = buf.ts_point(new_end)
         else:
             # no row break inserted: the new end is on the start's row

@@ -8,11 +8,10 @@ node (``    def f(s`` inside a class does), which would move the start to the
 module and change every line anchor on the line mid-word; in brace languages
 the error may sit after the line (the function's ``}`` went missing) and
 still reshape the scope. So each document
-remembers the scope start found for the line it was last asked about
-(in its ``line_memo``, ``lsp_server.documents.line_memo``), with
-the bounded window of text before the line and the scope heads' lines (see
-below); while those bytes are unchanged the remembered start is reused, so
-typing on the line does not even look again. A start found on a clean tree
+remembers what it found for the line it was last asked about (in its
+``line_memo``, ``lsp_server.documents.line_memo``); until an edit touches
+the text before the line, that is reused, so typing on the line does not
+even look again. A start found on a clean tree
 holds through error recovery; one found during error recovery is replaced
 at the next clean parse. The context is still the text itself, so a
 remembered start can only cost a hit, never serve a stale one.
@@ -33,8 +32,8 @@ scopes as the context, so typing on the line never changes them either.
 whose scopes end at a closing token: typing ``if x {`` or ``each do`` on a
 line moves the end of the enclosing function (its ``}`` or ``end`` now
 closes the new block) although nothing after the cursor changed. While the
-cursor stays on one line and the text before the line and a bounded window
-after it are unchanged, the end found first is kept (as a distance from the
+cursor stays on one line and no edit touches the text around it, the end
+found first is kept (as a distance from the
 end of the document, which typing on the line does not move). Python's
 scopes follow the line's indentation, which typing on the line does move,
 so there the remembered end also requires the same indentation.
@@ -42,26 +41,15 @@ so there the remembered end also requires the same indentation.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from tree_sitter import Node
 
 from lsp_server.documents.document import Document
 from lsp_server.documents.languages import LanguageSpec
-from lsp_server.documents.line_memo import HeadLines, LineScope, SuffixEnd
+from lsp_server.documents.line_memo import LineScope, LineText, SuffixEnd
 from lsp_server.documents.syntax_reads import last_content_byte, node_path_near, tail_text
 
 #: what ``scope_heads`` keeps of each enclosing scope's first line
 HEAD_BYTES = 256
-
-
-class LineText(NamedTuple):
-    """The text before a line, as keys and anchors use it."""
-
-    #: scope-local text before the line (the last ``scope_chars`` characters)
-    context: str
-    #: the first line of each enclosing scope, outermost first, NUL-separated
-    scope_heads: str
 
 
 def line_context(
@@ -80,34 +68,26 @@ def line_context(
     """
     data = doc.buffer.data
     window = max(0, line_start - 4 * scope_chars)
-    head = last_content_byte(data, window, line_start)
-    if head is None:
-        return LineText(tail_text(data, window, line_start, scope_chars), "")
     memos = doc.line_memo
     memo = memos.line_scope
     # an ERROR node anywhere in the tree makes the root's has_error true
     in_error = cursor_path[0].has_error
-    if memo is not None and (memo.clean or in_error) and _still_holds(
-        memo, data, window, line_start
+    if (
+        memo is not None
+        and memo.line_start == line_start
+        and memo.scope_chars == scope_chars
+        and (memo.clean or in_error)
     ):
-        scope_start, heads = memo.scope_start, memo.scope_heads
-    else:
-        scope_start, heads, spans = _line_scope(data, spec, cursor_path, cursor_scopes, head)
-        before = bytes(data[window:line_start])
-        memos.line_scope = LineScope(
-            line_start, window, before, scope_start, heads, spans, not in_error
-        )
-    return LineText(tail_text(data, max(window, scope_start), line_start, scope_chars), heads)
-
-
-def _still_holds(memo: LineScope, data: bytearray, window: int, line_start: int) -> bool:
-    """Whether the text before the line and the heads' lines are what the memo was found for."""
-    return (
-        memo.line_start == line_start
-        and memo.window == window
-        and data.startswith(memo.before, window)
-        and all(data.startswith(line, start) for start, line in memo.head_lines)
-    )
+        return memo.text
+    head = last_content_byte(data, window, line_start)
+    if head is None:
+        text = LineText(tail_text(data, window, line_start, scope_chars), "")
+        memos.line_scope = LineScope(line_start, scope_chars, text, True)
+        return text
+    scope_start, heads = _line_scope(data, spec, cursor_path, cursor_scopes, head)
+    text = LineText(tail_text(data, max(window, scope_start), line_start, scope_chars), heads)
+    memos.line_scope = LineScope(line_start, scope_chars, text, not in_error)
+    return text
 
 
 def _line_scope(
@@ -116,7 +96,7 @@ def _line_scope(
     cursor_path: list[Node],
     cursor_scopes: list[int],
     byte: int,
-) -> tuple[int, str, HeadLines]:
+) -> tuple[int, str]:
     """Where the innermost scope around ``byte`` starts (0: the root), and the scope heads.
 
     ``byte``'s path shares its first nodes with the cursor's path, and so
@@ -131,57 +111,43 @@ def _line_scope(
         # yet) is often an ERROR node, not a scope: its head tells it apart too.
         depths = sorted({*depths, *(d for d in range(1, len(path)) if path[d].is_error)})
     if not depths:
-        return 0, "", ()
-    heads, lines = _heads(data, [path[d] for d in depths])
-    return start, heads, lines
+        return 0, ""
+    return start, _heads(data, [path[d] for d in depths])
 
 
-def _heads(data: bytearray, scopes: list[Node]) -> tuple[str, HeadLines]:
-    """The first line of each scope (at most ``HEAD_BYTES`` bytes), NUL-joined, and their spans.
+def _heads(data: bytearray, scopes: list[Node]) -> str:
+    """The first line of each scope (at most ``HEAD_BYTES`` bytes), NUL-joined.
 
-    A span is where a line was read and its bytes, with the line end when
-    it came within the limit. The heads are only fingerprinted, never shown:
-    a character cut at the limit is kept as escaped bytes rather than decoded
-    exactly.
+    The heads are only fingerprinted, never shown: a character cut at the
+    limit is kept as escaped bytes rather than decoded exactly.
     """
     heads = []
-    lines = []
     for scope in scopes:
         start = scope.start_byte
         cap = start + HEAD_BYTES
         end = data.find(b"\n", start, cap)
-        line = bytes(data[start : cap if end < 0 else end + 1])
-        heads.append(line if end < 0 else line[:-1])
-        lines.append((start, line))
-    return b"\0".join(heads).decode("utf-8", "surrogateescape"), tuple(lines)
+        heads.append(bytes(data[start : cap if end < 0 else end]))
+    return b"\0".join(heads).decode("utf-8", "surrogateescape")
 
 
 def suffix_bound(
-    doc: Document, spec: LanguageSpec, line_start: int, line_end: int, scope_end: int,
-    window: int,
+    doc: Document, spec: LanguageSpec, line_start: int, line_end: int, scope_end: int
 ) -> int:
     """The end of the suffix window: ``scope_end``, or the one found first on this line."""
-    data = doc.buffer.data
-    lo = max(0, line_start - window)
-    after_end = min(len(data), line_end + window)
     if spec.indent_scoped:
-        line = data[line_start:line_end]
+        line = doc.buffer.data[line_start:line_end]
         indent = bytes(line[: len(line) - len(line.lstrip())])
     else:
         indent = b""
+    size = len(doc.buffer)
     memos = doc.line_memo
     memo = memos.suffix_end
     if (
         memo is not None
         and memo.line_start == line_start
+        and memo.line_end == line_end
         and memo.indent == indent
-        # the same bytes before and after the line (compared in place, not copied)
-        and len(memo.before) == line_start - lo
-        and data.startswith(memo.before, lo)
-        and len(memo.after) == after_end - line_end
-        and data.startswith(memo.after, line_end)
     ):
-        return max(line_end, len(data) - memo.from_end)
-    before, after = bytes(data[lo:line_start]), bytes(data[line_end:after_end])
-    memos.suffix_end = SuffixEnd(line_start, before, after, indent, len(data) - scope_end)
+        return max(line_end, size - memo.from_end)
+    memos.suffix_end = SuffixEnd(line_start, line_end, indent, size - scope_end)
     return scope_end

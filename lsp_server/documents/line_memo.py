@@ -2,51 +2,65 @@
 
 While the user types on one line, the text before the line does not change,
 and some of what a keystroke's syntax context reads there is the same as the
-keystroke before. A ``LineMemo`` on each ``Document`` keeps those readings,
-each with the bytes it was read from; a reading is reused only while those
-bytes are byte-for-byte unchanged (compared in place, not copied), so a
-memo can save work but never change a context:
+keystroke before. A ``LineMemo`` on each ``Document`` keeps those readings:
 
 * ``line_scope``: where the scope of the text before the line starts, and
   the first lines of the scopes around it, kept through error recovery
   (``lsp_server.documents.line_context``);
 * ``suffix_end``: where the suffix window stopped (same module).
 
-A forked document starts with an empty memo.
+A reading holds while the text it was read from is unchanged, and the
+document tells its memo about every edit (``note_edit``) instead of the
+memo comparing that text again on each keystroke: a byte-for-byte check
+of the kilobytes around the line cost more than the reading it saved,
+because a keystroke's parse has pushed them out of the processor's caches
+by the time the next context looks. So:
+
+* ``line_scope`` depends on the text before its line: any edit that starts
+  before the line drops it; edits on or after the line keep it.
+* ``suffix_end`` depends on the text before and after its line: an edit
+  within the line's text (no line break made) keeps it and moves its line
+  end; any other edit drops it.
+
+A dropped reading is read afresh, so the memo can save work but never keep
+a reading of text that changed. A whole-text change drops both; a forked
+document starts with an empty memo.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
-#: where each scope head's line starts, and its bytes then (with the line end when read)
-HeadLines = tuple[tuple[int, bytes], ...]
+
+class LineText(NamedTuple):
+    """The text before a line, as keys and anchors use it."""
+
+    #: scope-local text before the line (the last ``scope_chars`` characters)
+    context: str
+    #: the first line of each enclosing scope, outermost first, NUL-separated
+    scope_heads: str
 
 
 @dataclass(frozen=True, slots=True)
 class LineScope:
-    """Where the scope of a line's preceding text starts, and the text it was found for."""
+    """The scope-local text before a line and its scope heads, as last read."""
 
     line_start: int
-    window: int
-    #: ``data[window:line_start]`` then: the memo holds while it is unchanged
-    before: bytes
-    scope_start: int
-    #: the first lines of the scopes around it (``line_context.LineText.scope_heads``)
-    scope_heads: str
-    #: where those lines are: the memo also holds only while they are unchanged
-    head_lines: HeadLines
+    #: the characters of text kept (``scope_chars``)
+    scope_chars: int
+    text: LineText
     #: found on a tree without errors around the line (else the first guess)
     clean: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SuffixEnd:
-    """Where the suffix window of a line stopped, and the text around the line then."""
+    """Where the suffix window of a line stopped, and the line it was found for."""
 
     line_start: int
-    before: bytes
-    after: bytes
+    #: the end of the line's text, kept current while the user types on it
+    line_end: int
     #: the line's indentation (it decides Python's scope)
     indent: bytes
     #: ``len(data) - end``: typing on the line does not move it
@@ -65,3 +79,20 @@ class LineMemo:
     def __repr__(self) -> str:
         held = [name for name in self.__slots__ if getattr(self, name) is not None]
         return f"LineMemo({', '.join(held) or 'empty'})"
+
+    def note_edit(self, start: int, old_end: int, new_end: int, line_break: bool) -> None:
+        """Bytes ``[start, old_end)`` became ``[start, new_end)``; ``line_break``: one was typed."""
+        scope = self.line_scope
+        if scope is not None and start < scope.line_start:
+            self.line_scope = None
+        end = self.suffix_end
+        if end is not None:
+            if line_break or start < end.line_start or old_end > end.line_end:
+                self.suffix_end = None
+            else:
+                end.line_end += new_end - old_end
+
+    def clear(self) -> None:
+        """Forget every reading (the whole text changed)."""
+        self.line_scope = None
+        self.suffix_end = None

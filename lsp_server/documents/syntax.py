@@ -212,7 +212,7 @@ def syntax_context(
     scope = scopes[-1]
     scope_start = 0 if scope == root else scope.start_byte
     scope_end = len(data) if scope == root else scope.end_byte
-    bound = suffix_bound(doc, spec, line_start, line_end, scope_end, 4 * scope_chars)
+    bound = suffix_bound(doc, spec, line_start, line_end, scope_end)
     suffix = head_text(data, off, min(suffix_end, max(off, bound)), suffix_chars)
     before_line = line_context(doc, spec, full_path, depths, line_start, scope_chars)
     return SyntaxContext(
