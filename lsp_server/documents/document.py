@@ -56,12 +56,15 @@ PARSE_DEADLINE_PER_MB = 2.0
 PARSE_RETRY_EDITS = 64
 #: at most this many after repeated time-outs
 PARSE_RETRY_EDITS_MAX = 4096
-#: bytes handed to the parser by a parse's first read, doubled per further
-#: read up to ``_READ_CHUNK_MAX``: a keystroke in TypeScript reads once, a
-#: keystroke in JavaScript walks the whole file (its grammar re-lexes a token
-#: at every top-level statement), so few reads and one copy each
+#: bytes handed to the parser by a parse's first read; a parse that asks
+#: again is one that walks the file (a keystroke in JavaScript does: its
+#: grammar re-lexes a token at every top-level statement), and gets the rest
+#: of the text, up to ``_READ_CHUNK_MAX`` per read. So a keystroke in
+#: TypeScript, Go or Rust reads once, 4 KB around the edit, and one in
+#: JavaScript about three times instead of once per doubled chunk: each read
+#: is a call from C into Python, which costs more than copying the bytes
 _READ_CHUNK = 4096
-_READ_CHUNK_MAX = 262144
+_READ_CHUNK_MAX = 1 << 20
 #: progress callbacks per look at the clock: tree-sitter calls back every
 #: hundred or so parse operations, so the deadline is checked every few
 #: thousand (well under a millisecond), and a keystroke's parse, which calls
@@ -85,19 +88,21 @@ def parser_for(spec: LanguageSpec | None) -> Parser | None:
 
 
 class _ScratchBuffer(threading.local):
-    """One reusable read buffer per thread, for ``_DeadlineInput.read``.
+    """Reusable read buffers per thread, for ``_DeadlineInput.read``.
 
     py-tree-sitter 0.25-0.26 keeps one reference to every object a read
     callback returns (it never releases the callback's result), so returning a
     fresh slice per read keeps a document's size of memory alive per parse.
-    Returning the same long-lived buffer every time leaks only reference
+    Returning the same long-lived buffers every time leaks only reference
     counts. tree-sitter reads the returned bytes only until its next read, and
     the binding lets go of the buffer before that next call, so it can be
-    refilled then.
+    refilled then. A parse's first read and its later ones have a buffer
+    each, so neither is resized back and forth on every keystroke.
     """
 
     def __init__(self) -> None:
-        self.data = bytearray()
+        self.first = bytearray()
+        self.rest = bytearray()
 
 
 _scratch = _ScratchBuffer()
@@ -139,8 +144,11 @@ class _DeadlineInput:
         if self.expired:
             return b""
         end = offset + self.chunk
-        self.chunk = min(2 * self.chunk, _READ_CHUNK_MAX)
-        scratch = _scratch.data
+        if self.chunk == _READ_CHUNK:
+            scratch = _scratch.first
+            self.chunk = _READ_CHUNK_MAX
+        else:
+            scratch = _scratch.rest
         try:
             scratch[:] = memoryview(self.data)[offset:end]  # one copy
         except BufferError:  # still held: a binding that lets go later than 0.26 does
