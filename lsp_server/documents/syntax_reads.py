@@ -73,12 +73,11 @@ def tail_text(data: bytearray, start: int, end: int, chars: int) -> str:
     """The last ``chars`` characters of ``data[start:end]``, reading at most 4*chars bytes."""
     if end <= start or chars <= 0:
         return ""
-    if end - start > chars:
-        # the last ``chars`` bytes, when ASCII, are the last ``chars`` characters
-        # whatever precedes them: decode only those
-        last = data[end - chars : end]
-        if last.isascii():
-            return last.decode("ascii")
+    # the last ``chars`` bytes, when ASCII, are the last ``chars`` characters
+    # whatever precedes them
+    ascii_text = _ascii(data, max(start, end - chars), end)
+    if ascii_text is not None:
+        return ascii_text
     lo = max(start, end - 4 * chars)
     if lo > start:
         lo = _next_char(data, lo)
@@ -89,15 +88,28 @@ def head_text(data: bytearray, start: int, end: int, chars: int) -> str:
     """The first ``chars`` characters of ``data[start:end]``, reading at most 4*chars bytes."""
     if end <= start or chars <= 0:
         return ""
-    if end - start > chars:
-        # the first ``chars`` bytes, when ASCII, are the first ``chars`` characters
-        first = data[start : start + chars]
-        if first.isascii():
-            return first.decode("ascii")
+    # the first ``chars`` bytes, when ASCII, are the first ``chars`` characters
+    ascii_text = _ascii(data, start, min(end, start + chars))
+    if ascii_text is not None:
+        return ascii_text
     hi = min(end, start + 4 * chars)
     if hi < end:
         hi = char_start(data, hi)
     return decode_text(data[start:hi])[:chars]
+
+
+def _ascii(data: bytearray, start: int, end: int) -> str | None:
+    """``data[start:end]`` as text when it is all ASCII, else None.
+
+    Decoded straight from a view of the buffer: one new string, no
+    intermediate copy. A keystroke reads several windows of a few kilobytes
+    between two parses, and every kilobyte it writes there is one the parse
+    finds missing from the processor's caches next time.
+    """
+    try:
+        return str(memoryview(data)[start:end], "ascii")
+    except UnicodeDecodeError:
+        return None
 
 
 def _next_char(data: bytearray, offset: int) -> int:
