@@ -399,7 +399,7 @@ class Document:
         start_point = buf.ts_point(start)
         old_end_point = start_point if end == start else buf.ts_point(end)
         buf.replace(start, end, new)
-        if line_break and b"\n" in new:
+        if b"\n" in new:
             new_end_point = buf.ts_point(new_end)
         else:
             # no row break inserted: the new end is on the start's row

@@ -66,8 +66,6 @@ def line_context(
     and ``cursor_scopes`` its ``LanguageSpec.scope_depths``: the path to the
     line's start shares its first nodes, and their scopes.
     """
-    data = doc.buffer.data
-    window = max(0, line_start - 4 * scope_chars)
     memos = doc.line_memo
     memo = memos.line_scope
     # an ERROR node anywhere in the tree makes the root's has_error true
@@ -79,6 +77,8 @@ def line_context(
         and (memo.clean or in_error)
     ):
         return memo.text
+    data = doc.buffer.data
+    window = max(0, line_start - 4 * scope_chars)
     head = last_content_byte(data, window, line_start)
     if head is None:
         text = LineText(tail_text(data, window, line_start, scope_chars), "")
