@@ -58,6 +58,7 @@ from typing import get_args
 from lsp_server.documents.document import Document
 from lsp_server.documents.positions import decode_text
 from lsp_server.documents.syntax_reads import tail_text
+from lsp_server.documents.windows import ContextWindows
 from lsp_server.settings import PromptWindowKind
 
 PROMPT_WINDOWS: tuple[str, ...] = get_args(PromptWindowKind)
@@ -90,10 +91,8 @@ class DeferredPrompt:
     since the context was taken (``Document.edits``).
     """
 
-    __slots__ = (
-        "_doc", "_edits", "_kind", "_line", "_offset", "_prefix_chars", "_prefix_lines",
-        "_reevaluated", "_scope_suffix", "_suffix_chars", "_texts", "_window_start",
-    )
+    __slots__ = ("_doc", "_edits", "_line", "_offset", "_scope_suffix", "_texts",
+                 "_window_start", "_windows")
 
     def __init__(
         self,
@@ -101,30 +100,21 @@ class DeferredPrompt:
         offset: int,
         line: int,
         window_start: int,
-        *,
-        kind: PromptWindowKind,
         scope_suffix: str,
-        prefix_chars: int,
-        prefix_lines: int,
-        suffix_chars: int,
-        reevaluated_suffix_chars: int,
+        windows: ContextWindows,
     ) -> None:
         self._doc = doc
         self._edits = doc.edits
         self._offset = offset
         self._line = line
         self._window_start = window_start
-        self._kind = kind
         self._scope_suffix = scope_suffix
-        self._prefix_chars = prefix_chars
-        self._prefix_lines = prefix_lines
-        self._suffix_chars = suffix_chars
-        self._reevaluated = reevaluated_suffix_chars
+        self._windows = windows
         self._texts: tuple[str, str, str] | None = None
 
     def __repr__(self) -> str:
         state = "read" if self.is_read else "not read"
-        return f"DeferredPrompt({self._kind}, offset {self._offset}, {state})"
+        return f"DeferredPrompt({self._windows.prompt}, offset {self._offset}, {state})"
 
     @property
     def is_read(self) -> bool:
@@ -140,13 +130,15 @@ class DeferredPrompt:
                     f"the prompt at offset {self._offset} of {doc.uri} was read after "
                     f"{doc.edits - self._edits} more edit(s)"
                 )
+            windows = self._windows
             sliding = tail_text(doc.buffer.data, self._window_start, self._offset,
-                                self._prefix_chars)
+                                windows.prefix_chars)
             prefix, suffix = prompt_window(
-                doc, self._offset, self._line, kind=self._kind,
+                doc, self._offset, self._line, kind=windows.prompt,
                 scope_suffix=self._scope_suffix, sliding_prefix=sliding,
-                prefix_chars=self._prefix_chars, prefix_lines=self._prefix_lines,
-                suffix_chars=self._suffix_chars, reevaluated_suffix_chars=self._reevaluated,
+                prefix_chars=windows.prefix_chars, prefix_lines=windows.prefix_lines,
+                suffix_chars=windows.suffix_chars,
+                reevaluated_suffix_chars=windows.prompt_suffix_chars,
             )
             self._texts = (sliding, prefix, suffix)
         return self._texts

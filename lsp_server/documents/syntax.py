@@ -53,13 +53,13 @@ from lsp_server.documents.line_context import line_context, suffix_bound
 from lsp_server.documents.positions import TextBuffer
 from lsp_server.documents.prompt_window import DeferredPrompt
 from lsp_server.documents.syntax_reads import (
-    ERROR_NODE,
     head_text,
     last_content_byte,
     node_path,
     tail_text,
 )
-from lsp_server.settings import CompletionSettings, PromptWindowKind
+from lsp_server.documents.windows import DEFAULT_WINDOWS, ContextWindows
+from lsp_server.settings import CompletionSettings
 
 logger = logging.getLogger(__name__)
 
@@ -123,18 +123,10 @@ class SyntaxContext(NamedTuple):
 
 
 def syntax_context(
-    doc: Document,
-    position: Position,
-    *,
-    prefix_chars: int = 4000,
-    prefix_lines: int = 120,
-    suffix_chars: int = 1000,
-    suffix_lines: int = 30,
-    scope_chars: int = 2000,
-    prompt: PromptWindowKind = "anchored",
-    prompt_suffix_chars: int = 0,
+    doc: Document, position: Position, windows: ContextWindows = DEFAULT_WINDOWS
 ) -> SyntaxContext:
     """The syntax context of ``doc`` at ``position`` (clamped; never raises on a bad one)."""
+    prefix_chars, prefix_lines, suffix_chars, suffix_lines, scope_chars, _, _ = windows
     buf = doc.buffer
     data = buf.data
     where = doc.resolve(position)
@@ -175,16 +167,11 @@ def syntax_context(
                 data, anchor, line_start, line_suffix, at_line_start, spec
             ),
             parsed=False,
-            prompt=DeferredPrompt(
-                doc, off, line, window_start, kind=prompt, scope_suffix=suffix,
-                prefix_chars=prefix_chars, prefix_lines=prefix_lines, suffix_chars=suffix_chars,
-                reevaluated_suffix_chars=prompt_suffix_chars,
-            ),
+            prompt=DeferredPrompt(doc, off, line, window_start, suffix, windows),
             clamped=where.clamped,
         )
 
     full_path = node_path(tree, anchor) if anchor is not None else [tree.root_node]
-    root = full_path[0]
     depths = spec.scope_depths(full_path)
     opener = block_opener(
         tree, spec, buf, full_path, anchor, line_start, line_suffix, at_line_start
@@ -197,21 +184,18 @@ def syntax_context(
             opener = opener and closed is None
     elif anchor is not None:
         path, closed = _close_by_token(spec, path, anchor)
-    named = [n for n in path if n.is_named]
-    node = closed if closed is not None else named[-1]
-    parent_type = NO_PARENT
-    for n in reversed(named):
-        if n != node and (kind := n.type) != ERROR_NODE:
-            parent_type = kind
-            break
-    # the cut path is the start of the full one: so are its scopes
+    node, parent_type = _node_and_parent(path)
+    # the cut path is the start of the full one: so are its scopes; a closed
+    # scope (the path's last node) is not one
     limit = len(path) - 1 if closed else len(path)
-    scopes = [full_path[d] for d in depths if d < limit]
-    if not scopes or scopes[0] != root:
-        scopes.insert(0, root)
-    scope = scopes[-1]
-    scope_start = 0 if scope == root else scope.start_byte
-    scope_end = len(data) if scope == root else scope.end_byte
+    scope_depths = [d for d in depths if d < limit]
+    if not scope_depths or scope_depths[0] != 0:
+        scope_depths.insert(0, 0)
+    if scope_depths[-1] == 0:
+        scope_start, scope_end = 0, len(data)
+    else:
+        scope = full_path[scope_depths[-1]]
+        scope_start, scope_end = scope.start_byte, scope.end_byte
     bound = suffix_bound(doc, spec, line_start, line_end, scope_end)
     suffix = head_text(data, off, min(suffix_end, max(off, bound)), suffix_chars)
     before_line = line_context(doc, spec, full_path, depths, line_start, scope_chars)
@@ -220,8 +204,8 @@ def syntax_context(
         line=line,
         character=where.character,
         offset=off,
-        scope_chain=tuple(s.type for s in scopes),
-        scope_depth=len(scopes) - 1,
+        scope_chain=tuple([full_path[d].type for d in scope_depths]),
+        scope_depth=len(scope_depths) - 1,
         node_type=node.type,
         parent_type=parent_type,
         scope_start_byte=scope_start,
@@ -235,31 +219,28 @@ def syntax_context(
         at_line_start=at_line_start,
         block_opener=opener,
         parsed=True,
-        prompt=DeferredPrompt(
-            doc, off, line, window_start, kind=prompt, scope_suffix=suffix,
-            prefix_chars=prefix_chars, prefix_lines=prefix_lines, suffix_chars=suffix_chars,
-            reevaluated_suffix_chars=prompt_suffix_chars,
-        ),
+        prompt=DeferredPrompt(doc, off, line, window_start, suffix, windows),
         clamped=where.clamped,
     )
 
 
 def completion_context(
-    doc: Document, position: Position, windows: CompletionSettings
+    doc: Document, position: Position, settings: CompletionSettings
 ) -> SyntaxContext:
-    """``syntax_context`` with the prompt and key windows of the completion settings."""
-    return syntax_context(
-        doc,
-        position,
-        prefix_chars=windows.prefix_chars,
-        prefix_lines=windows.prefix_lines,
-        suffix_chars=windows.suffix_chars,
-        suffix_lines=windows.suffix_lines,
-        scope_chars=windows.scope_chars,
-        prompt=windows.prompt_window,
-        # suffix-first prompts only grow at their end: their suffix is evaluated once
-        prompt_suffix_chars=0 if windows.fim_order == "spm" else windows.psm_suffix_chars,
-    )
+    """``syntax_context`` with the windows the completion settings ask for."""
+    return syntax_context(doc, position, ContextWindows.of(settings))
+
+
+def _node_and_parent(path: list[Node]) -> tuple[Node, str]:
+    """The path's deepest named node, and the type of its nearest named non-``ERROR`` ancestor."""
+    depth = len(path) - 1
+    while depth > 0 and not path[depth].is_named:
+        depth -= 1
+    for above in range(depth - 1, -1, -1):
+        n = path[above]
+        if n.is_named and not n.is_error:
+            return path[depth], n.type
+    return path[depth], NO_PARENT
 
 
 def _close_by_token(

@@ -7,6 +7,7 @@ from cache.keys import LineAnchor, ScopeKey
 from lsp_server.documents.document import Document
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, syntax_context
+from lsp_server.documents.windows import ContextWindows
 
 URI = "file:///work/shop.py"
 
@@ -104,9 +105,11 @@ def test_suffix_stops_at_the_end_of_the_enclosing_scope(doc: Document) -> None:
 
 
 def test_module_level_suffix_is_bounded_by_lines_and_chars(doc: Document) -> None:
-    ctx = syntax_context(doc, Position(line=0, character=0), suffix_lines=2, suffix_chars=1000)
+    ctx = syntax_context(
+        doc, Position(line=0, character=0), ContextWindows(suffix_lines=2, suffix_chars=1000)
+    )
     assert ctx.suffix == "import math\n\n"
-    ctx = syntax_context(doc, Position(line=0, character=0), suffix_chars=5)
+    ctx = syntax_context(doc, Position(line=0, character=0), ContextWindows(suffix_chars=5))
     assert ctx.suffix == "impor"
 
 
@@ -117,17 +120,17 @@ def test_windows_are_bounded(store: DocumentStore) -> None:
     ctx = syntax_context(
         doc,
         Position(line=1500, character=10),
-        prefix_chars=300,
-        prefix_lines=5,
-        suffix_chars=50,
-        suffix_lines=30,
-        scope_chars=120,
+        ContextWindows(
+            prefix_chars=300, prefix_lines=5, suffix_chars=50, suffix_lines=30, scope_chars=120
+        ),
     )
     assert ctx.prefix.count("\n") <= 5 and len(ctx.prefix) <= 300
     assert len(ctx.suffix) == 50
     assert len(ctx.scope_prefix) == 120
     assert ctx.scope_prefix.endswith("\n    v1499 ")
-    ctx = syntax_context(doc, Position(line=1500, character=10), prefix_chars=40)
+    ctx = syntax_context(
+        doc, Position(line=1500, character=10), ContextWindows(prefix_chars=40)
+    )
     assert len(ctx.prefix) == 40
 
 
@@ -314,7 +317,7 @@ def test_emoji_line_prefix_in_utf16(store: DocumentStore) -> None:
 
 def test_without_a_tree_the_context_is_text_only(store: DocumentStore) -> None:
     doc = store.open(URI, "python", 1, "x = 1\0\ndef f():\n    ")
-    ctx = syntax_context(doc, Position(line=2, character=4), prefix_chars=100)
+    ctx = syntax_context(doc, Position(line=2, character=4), ContextWindows(prefix_chars=100))
     assert not ctx.parsed
     assert (ctx.scope_depth, ctx.node_type, ctx.parent_type) == (0, "text", "text")
     assert ctx.scope_chain == ()
