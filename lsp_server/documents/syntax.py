@@ -182,7 +182,7 @@ def syntax_context(
             path, closed = _close_by_indent(buf, spec, path, off - line_start)
             # the block the previous line opened is closed again at this indentation
             opener = opener and closed is None
-    elif anchor is not None:
+    elif anchor is not None and data[anchor] in spec.closer_ends:
         path, closed = _close_by_token(spec, path, anchor)
     node, parent_type = _node_and_parent(path)
     # the cut path is the start of the full one: so are its scopes; a closed

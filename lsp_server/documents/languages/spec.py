@@ -177,6 +177,11 @@ class LanguageSpec:
             parent = kind
         return depths
 
+    @cached_property
+    def closer_ends(self) -> frozenset[int]:
+        """The last byte of each closing token: only a cursor after one can close a scope."""
+        return frozenset(token.encode()[-1] for token in self.closers)
+
     # -- lines -------------------------------------------------------------------
 
     @cached_property
