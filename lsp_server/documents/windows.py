@@ -17,19 +17,19 @@ class ContextWindows(NamedTuple):
     """The windows of a syntax context: what its keys and its prompt read."""
 
     #: the sliding prefix: at most this many characters before the cursor...
-    prefix_chars: int = 4000
+    prefix_chars: int
     #: ...from at most this many lines
-    prefix_lines: int = 120
+    prefix_lines: int
     #: the key's suffix: at most this many characters after the cursor...
-    suffix_chars: int = 1000
+    suffix_chars: int
     #: ...from at most this many lines, never past the enclosing scope
-    suffix_lines: int = 30
+    suffix_lines: int
     #: the scope-local text before the cursor the key fingerprints
-    scope_chars: int = 2000
+    scope_chars: int
     #: the window a miss sends upstream (``lsp_server.documents.prompt_window``)
-    prompt: PromptWindowKind = "anchored"
+    prompt: PromptWindowKind
     #: the anchored prompt's suffix, cut to this many characters (0: not cut)
-    prompt_suffix_chars: int = 0
+    prompt_suffix_chars: int
 
     @classmethod
     def of(cls, settings: CompletionSettings) -> ContextWindows:
@@ -46,4 +46,5 @@ class ContextWindows(NamedTuple):
         )
 
 
-DEFAULT_WINDOWS = ContextWindows()
+#: the windows of the default completion settings
+DEFAULT_WINDOWS = ContextWindows.of(CompletionSettings())

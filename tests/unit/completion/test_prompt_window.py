@@ -8,7 +8,7 @@ from lsp_server.documents.document import Document
 from lsp_server.documents.prompt_window import StalePromptError, block_size, estimate_tokens
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, completion_context, syntax_context
-from lsp_server.documents.windows import ContextWindows
+from lsp_server.documents.windows import DEFAULT_WINDOWS
 from lsp_server.settings import CompletionSettings, PromptWindowKind
 
 URI = "file:///work/big.py"
@@ -64,7 +64,7 @@ def type_char(store: DocumentStore, doc: Document, pos: Position, char: str) -> 
 
 def context(doc: Document, pos: Position, kind: PromptWindowKind = "anchored") -> SyntaxContext:
     return syntax_context(
-        doc, pos, ContextWindows(prefix_chars=PREFIX_CHARS, prefix_lines=PREFIX_LINES,
+        doc, pos, DEFAULT_WINDOWS._replace(prefix_chars=PREFIX_CHARS, prefix_lines=PREFIX_LINES,
                                  prompt=kind)
     )
 
@@ -246,10 +246,10 @@ def test_a_prefix_first_suffix_is_kept_to_whole_lines_within_its_budget(
 ) -> None:
     doc = store.open(URI, "python", 1, SOURCE + BIG_FUNCTION)
     inside = Position(line=SOURCE.count("\n") + 2, character=4)
-    whole = syntax_context(
-        doc, inside, ContextWindows(prefix_chars=PREFIX_CHARS, suffix_chars=1000)
-    )
-    capped = syntax_context(doc, inside, ContextWindows(
+    whole = syntax_context(doc, inside, DEFAULT_WINDOWS._replace(
+        prefix_chars=PREFIX_CHARS, suffix_chars=1000, prompt_suffix_chars=0
+    ))
+    capped = syntax_context(doc, inside, DEFAULT_WINDOWS._replace(
         prefix_chars=PREFIX_CHARS, suffix_chars=1000, prompt_suffix_chars=100
     ))
     assert len(whole.prompt_suffix) > 500
@@ -270,7 +270,7 @@ def test_a_prefix_first_suffix_stays_the_same_while_typing(store: DocumentStore)
     suffixes = set()
     for char in " + 1":
         pos = type_char(store, doc, pos, char)
-        ctx = syntax_context(doc, pos, ContextWindows(
+        ctx = syntax_context(doc, pos, DEFAULT_WINDOWS._replace(
             prefix_chars=PREFIX_CHARS, suffix_chars=1000, prompt_suffix_chars=100
         ))
         suffixes.add(ctx.prompt_suffix)
@@ -281,10 +281,10 @@ def test_only_the_anchored_window_caps_the_suffix(store: DocumentStore) -> None:
     doc = store.open(URI, "python", 1, SOURCE + BIG_FUNCTION)
     inside = Position(line=SOURCE.count("\n") + 2, character=4)
     for kind in ("sliding", "lines", "tokens"):
-        whole = syntax_context(
-            doc, inside, ContextWindows(prefix_chars=PREFIX_CHARS, prompt=kind)
-        )
-        capped = syntax_context(doc, inside, ContextWindows(
+        whole = syntax_context(doc, inside, DEFAULT_WINDOWS._replace(
+            prefix_chars=PREFIX_CHARS, prompt=kind, prompt_suffix_chars=0
+        ))
+        capped = syntax_context(doc, inside, DEFAULT_WINDOWS._replace(
             prefix_chars=PREFIX_CHARS, prompt=kind, prompt_suffix_chars=100
         ))
         assert capped.prompt_suffix == whole.prompt_suffix

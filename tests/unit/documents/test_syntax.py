@@ -7,7 +7,7 @@ from cache.keys import LineAnchor, ScopeKey
 from lsp_server.documents.document import Document
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, syntax_context
-from lsp_server.documents.windows import ContextWindows
+from lsp_server.documents.windows import DEFAULT_WINDOWS
 
 URI = "file:///work/shop.py"
 
@@ -105,11 +105,12 @@ def test_suffix_stops_at_the_end_of_the_enclosing_scope(doc: Document) -> None:
 
 
 def test_module_level_suffix_is_bounded_by_lines_and_chars(doc: Document) -> None:
-    ctx = syntax_context(
-        doc, Position(line=0, character=0), ContextWindows(suffix_lines=2, suffix_chars=1000)
-    )
+    windows = DEFAULT_WINDOWS._replace(suffix_lines=2, suffix_chars=1000)
+    ctx = syntax_context(doc, Position(line=0, character=0), windows)
     assert ctx.suffix == "import math\n\n"
-    ctx = syntax_context(doc, Position(line=0, character=0), ContextWindows(suffix_chars=5))
+    ctx = syntax_context(
+        doc, Position(line=0, character=0), DEFAULT_WINDOWS._replace(suffix_chars=5)
+    )
     assert ctx.suffix == "impor"
 
 
@@ -120,7 +121,7 @@ def test_windows_are_bounded(store: DocumentStore) -> None:
     ctx = syntax_context(
         doc,
         Position(line=1500, character=10),
-        ContextWindows(
+        DEFAULT_WINDOWS._replace(
             prefix_chars=300, prefix_lines=5, suffix_chars=50, suffix_lines=30, scope_chars=120
         ),
     )
@@ -129,7 +130,7 @@ def test_windows_are_bounded(store: DocumentStore) -> None:
     assert len(ctx.scope_prefix) == 120
     assert ctx.scope_prefix.endswith("\n    v1499 ")
     ctx = syntax_context(
-        doc, Position(line=1500, character=10), ContextWindows(prefix_chars=40)
+        doc, Position(line=1500, character=10), DEFAULT_WINDOWS._replace(prefix_chars=40)
     )
     assert len(ctx.prefix) == 40
 
@@ -317,7 +318,9 @@ def test_emoji_line_prefix_in_utf16(store: DocumentStore) -> None:
 
 def test_without_a_tree_the_context_is_text_only(store: DocumentStore) -> None:
     doc = store.open(URI, "python", 1, "x = 1\0\ndef f():\n    ")
-    ctx = syntax_context(doc, Position(line=2, character=4), ContextWindows(prefix_chars=100))
+    ctx = syntax_context(
+        doc, Position(line=2, character=4), DEFAULT_WINDOWS._replace(prefix_chars=100)
+    )
     assert not ctx.parsed
     assert (ctx.scope_depth, ctx.node_type, ctx.parent_type) == (0, "text", "text")
     assert ctx.scope_chain == ()
