@@ -132,6 +132,10 @@ class CompletionSettings:
     """What is asked of the model and how much context it sees."""
 
     max_tokens: int = 64
+    #: generation time allowed once an answer's first line is complete, in
+    #: milliseconds (llama.cpp's ``t_max_predict_ms``; the client cuts the
+    #: stream for other services); 0: only ``maxTokens`` bounds it
+    max_generation_ms: int = 1000
     temperature: float = 0.0
     stop: list[str] = field(default_factory=list)
     #: explicit fill-in-the-middle template for OpenAI-compatible servers
@@ -174,6 +178,7 @@ class CompletionSettings:
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""
         _check(self.max_tokens >= 1, "maxTokens must be >= 1")
+        _check(self.max_generation_ms >= 0, "maxGenerationMs must be >= 0")
         _check(self.max_prompt_tokens >= 16, "maxPromptTokens must be >= 16")
         _check(0.0 <= self.temperature <= 2.0, "temperature must be in [0, 2]")
         for name in ("prefix_chars", "prefix_lines", "suffix_chars", "suffix_lines", "scope_chars"):
@@ -205,10 +210,15 @@ class ThrottleSettings:
     min_delay_ms: float = 15.0
     #: the longest wait, when upstream is slow
     max_delay_ms: float = 120.0
+    #: when the service answers slower than the user types, a miss waits for a
+    #: pause in the typing (twice the typical gap between keys, at most this);
+    #: 0 turns that pacing off
+    max_pause_ms: float = 600.0
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""
         _check(0 <= self.min_delay_ms <= self.max_delay_ms, "need 0 <= minDelayMs <= maxDelayMs")
+        _check(self.max_pause_ms >= 0, "maxPauseMs must be >= 0")
 
 
 @dataclass(kw_only=True)

@@ -22,6 +22,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from transport.cost import REMOTE_SERVICE, ServiceCost
+
 DEFAULT_MAX_TOKENS = 64
 DEFAULT_TEMPERATURE = 0.0
 
@@ -62,6 +64,10 @@ class CompletionRequest:
     stop: tuple[str, ...] = ()
     #: ask for several lines (block openers); otherwise the rest of the line
     multiline: bool = False
+    #: generation time allowed once a line is complete, in ms (0: no limit)
+    max_time_ms: int = 0
+    #: the cursor line's indentation: a block's lines are indented more (0: not told)
+    indent: int = 0
     #: correlates log lines; never contains user text
     request_id: str = ""
     #: background prefetch: lowest priority, first to be shed
@@ -144,6 +150,13 @@ class CompletionBackend(ABC):
     def service(self) -> dict[str, Any]:
         """Which service was identified and which path is used (for stats and diagnose)."""
         return {}
+
+    def cost(self) -> ServiceCost:
+        """What cancelling a request saves on this service (``transport.cost``).
+
+        The default is a remote service's: a cancelled request stops at once.
+        """
+        return REMOTE_SERVICE
 
 
 Answer = Callable[[CompletionRequest], str]

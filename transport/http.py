@@ -45,6 +45,7 @@ from transport.backend import (
     CompletionRequest,
     TransportCounters,
 )
+from transport.cost import ServiceCost
 from transport.dns import DnsPrefetcher
 from transport.network import PinnedResolverBackend, is_ip_literal, tls_context
 from transport.options import EndpointOptions
@@ -245,6 +246,11 @@ class HttpCompletionBackend(CompletionBackend):
             answer["promptTokenLimit"] = self._provider.prompt_token_limit()
             answer["promptsCutByServer"] = self._provider.prompts_cut
         return answer
+
+    def cost(self) -> ServiceCost:
+        """The identified service's cost model, else the configured provider's."""
+        kind = self.profile.kind if self.profile is not None else self.options.provider
+        return ServiceCost.for_kind(kind)
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
         """Stream the completion's text; see the module docstring for retries and errors."""

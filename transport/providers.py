@@ -244,9 +244,10 @@ class Provider(ABC):
         )
 
     def stop(self, request: CompletionRequest) -> list[str]:
-        """Stop sequences: the request's, the configured ones, the template's."""
+        """Stop sequences: a one-line request's line end, then the configured ones."""
         extra = FIM_TEMPLATES[self.fim_template].stop if self.fim_template else ()
-        return list(dict.fromkeys((*request.stop, *self.options.stop, *extra)))
+        line = () if request.multiline else ("\n",)
+        return list(dict.fromkeys((*line, *request.stop, *self.options.stop, *extra)))
 
     @property
     def probe_url(self) -> str:
@@ -459,6 +460,12 @@ class LlamaCppProvider(Provider):
             "stream": True,
             "cache_prompt": True,
         }
+        if request.max_time_ms > 0:
+            # counted from the first token, and only once a line is complete
+            body["t_max_predict_ms"] = request.max_time_ms
+        if request.multiline and request.indent > 0:
+            # a line indented less than the cursor's has left the block
+            body["n_indent"] = request.indent
         path = "/infill"
         if self.suffix_first:
             path = "/completion"

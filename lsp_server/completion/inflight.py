@@ -4,9 +4,21 @@ When the user types exactly what a running stream predicts, the editor
 cancels the old request and asks again one character later. Cancelling the
 model's stream then would throw away the answer the user is typing through;
 instead the new request attaches to the running stream and is served the rest
-of it. A stream is cancelled upstream only when no request is attached to it
-any more and either the user diverged from its prediction or a short grace
-period passed without anyone attaching.
+of it. A stream the user types forward from (same line, characters added at
+the cursor, its text so far still agreeing) lives on while nobody waits for
+it: its answer serves the next request by typed-through.
+
+A stream is given up only when it can no longer serve: the user diverged
+from its prediction, deleted before the cursor, or went to another line. How
+it is given up follows the service's cost model (``transport.cost``): where a
+cancel saves the prompt's evaluation it is cancelled at once; where it saves
+nothing until the first token (llama.cpp, Ollama read the whole prompt
+first) it is *doomed*: closed at its first token, by when the prompt is paid
+for and in the server's KV cache, and before any generation is wasted. A
+generating stream nobody attaches to for a grace period is cancelled too.
+
+``busy`` tells whether a document has a stream at the service: the pipeline
+lets at most one wait there per document.
 """
 
 from __future__ import annotations
@@ -18,7 +30,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from cache.keys import LineAnchor
+from lsp_server.completion.bounds import AnswerBounds
 from transport.backend import is_cut
+from transport.cost import REMOTE_SERVICE, ServiceCost
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +58,14 @@ class InflightStream:
     #: for a speculative stream: the line it was started from and that line's
     #: predicted full text; it lives while the user types towards it
     predicted: tuple[int, str] | None = None
+    #: the rules the answer is streamed under (None: read it to its end)
+    bounds: AnswerBounds | None = None
+    #: a chunk arrived: the service has read the prompt and is generating
+    generating: bool = False
+    #: it can serve nobody: closed at its first token (see the module docstring)
+    doomed: bool = False
+    #: the text once its first line is complete (or the stream ended)
+    first_line: asyncio.Future[str] | None = field(default=None, repr=False)
     _grace: asyncio.TimerHandle | None = field(default=None, repr=False)
 
     def typed_since(self, line_prefix: str) -> str | None:
@@ -69,13 +91,24 @@ OnComplete = Callable[[InflightStream], None]
 class InflightRegistry:
     """Running upstream streams, found by line anchor."""
 
-    def __init__(self, *, grace: float = DEFAULT_GRACE) -> None:
+    def __init__(
+        self,
+        *,
+        grace: float = DEFAULT_GRACE,
+        cost: Callable[[], ServiceCost] = lambda: REMOTE_SERVICE,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self._by_anchor: dict[LineAnchor, list[InflightStream]] = {}
         self._grace = grace
+        #: the service's cost model (it may change when the service is identified)
+        self.cost = cost
+        self._clock = clock
         self.cancelled_upstream = 0
         #: characters streamed by streams that were then cancelled (generated for nobody)
         self.wasted_chars = 0
         self.completed_upstream = 0
+        #: streams that could serve nobody, closed at their first token instead of at once
+        self.doomed_upstream = 0
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_anchor.values())
@@ -98,7 +131,7 @@ class InflightRegistry:
         """The stream this request can attach to, preferring the latest start."""
         best: InflightStream | None = None
         for stream in self._by_anchor.get(anchor, ()):
-            if stream.consistent_with(line_prefix) and (
+            if not stream.doomed and stream.consistent_with(line_prefix) and (
                 best is None or len(stream.line_prefix) > len(best.line_prefix)
             ):
                 best = stream
@@ -113,11 +146,13 @@ class InflightRegistry:
         open_stream: StreamFactory,
         on_complete: OnComplete,
         predicted: tuple[int, str] | None = None,
+        bounds: AnswerBounds | None = None,
     ) -> InflightStream:
         """Start streaming in the background and register the stream."""
         stream = InflightStream(
-            uri=uri, anchor=anchor, line_prefix=line_prefix, predicted=predicted
+            uri=uri, anchor=anchor, line_prefix=line_prefix, predicted=predicted, bounds=bounds
         )
+        stream.first_line = asyncio.get_running_loop().create_future()
         stream.task = asyncio.ensure_future(self._pump(stream, open_stream, on_complete))
         # A stream whose waiters all left may still fail (service unreachable):
         # its error is the caller's to report, not asyncio's "never retrieved".
@@ -129,13 +164,35 @@ class InflightRegistry:
         self, stream: InflightStream, open_stream: StreamFactory, on_complete: OnComplete
     ) -> str:
         chunks = open_stream()
+        loop = asyncio.get_running_loop()
+        clock = self._clock or loop.time
+        first_at = 0.0
         try:
             async for chunk in chunks:
+                if not stream.generating:
+                    stream.generating, first_at = True, clock()
+                    if stream.doomed:
+                        # The prompt is paid for; nothing generated after this serves anyone.
+                        self._count_cancel(stream)
+                        raise asyncio.CancelledError
+                    if not stream.waiters:
+                        self._start_grace(stream)
                 if is_cut(chunk):
                     stream.truncated = True
                 stream.text += chunk
+                if stream.bounds is not None:
+                    cut = stream.bounds.cut(stream.text, clock() - first_at)
+                    if cut is not None:
+                        stream.text = stream.text[: cut.length]
+                        stream.truncated = stream.truncated or cut.truncated
+                        break
+                if _has_complete_line(stream.text):
+                    _resolve(stream.first_line, stream.text)
             stream.finished = True
             self.completed_upstream += 1
+        except BaseException as exc:
+            _fail(stream.first_line, exc)
+            raise
         finally:
             # Backends stream with async generators; closing one early is what
             # cancels the request upstream (plain iterators have nothing to close).
@@ -144,6 +201,7 @@ class InflightRegistry:
                 with contextlib.suppress(Exception):
                     await close()
             self._forget(stream)
+        _resolve(stream.first_line, stream.text)
         on_complete(stream)
         return stream.text
 
@@ -157,9 +215,11 @@ class InflightRegistry:
             stream._grace.cancel()
             stream._grace = None
 
-    async def wait(self, stream: InflightStream) -> str:
+    async def wait(self, stream: InflightStream, *, first_line: bool = False) -> str:
         """Attach to ``stream`` and return its final text (raises its error).
 
+        With ``first_line``, return as soon as the first line is complete (the
+        text so far); the stream goes on and its whole answer is cached.
         Cancelling the waiter detaches it; the stream itself goes on until the
         registry decides to cancel it.
         """
@@ -169,20 +229,47 @@ class InflightRegistry:
             stream._grace.cancel()
             stream._grace = None
         try:
+            if first_line and stream.first_line is not None:
+                return await asyncio.shield(stream.first_line)
             return await asyncio.shield(stream.task)
         finally:
             stream.waiters -= 1
             if stream.waiters == 0 and not stream.task.done():
-                loop = asyncio.get_running_loop()
-                stream._grace = loop.call_later(self._grace, self._cancel, stream)
+                self._start_grace(stream)
+
+    def _start_grace(self, stream: InflightStream) -> None:
+        """Cancel ``stream`` after the grace unless someone attaches (generating streams only).
+
+        Before its first token a stream costs nothing more to keep where a
+        cancel would not stop the prompt's evaluation: it finishes and warms
+        the cache, unless the user moves away (``cancel_diverged``).
+        """
+        if stream._grace is not None or stream.doomed:
+            return
+        if not stream.generating and not self.cost().cancel_saves_prompt:
+            return
+        loop = asyncio.get_running_loop()
+        stream._grace = loop.call_later(self._grace, self._cancel, stream)
+
+    def busy(self, uri: str) -> InflightStream | None:
+        """A stream of ``uri`` still at the service (doomed ones included), if any."""
+        for streams in self._by_anchor.values():
+            for stream in streams:
+                if stream.uri == uri and stream.task is not None and not stream.task.done():
+                    return stream
+        return None
 
     def cancel_diverged(
         self, uri: str, line_prefix: str, anchor: LineAnchor, line: int = -1
     ) -> None:
-        """Cancel unattended streams of ``uri`` that the user has moved away from."""
+        """Give up unattended streams of ``uri`` that can no longer serve the user.
+
+        Cancelled at once, or doomed (closed at their first token) where a
+        cancel would not stop the prompt's evaluation (``transport.cost``).
+        """
         for streams in list(self._by_anchor.values()):
             for stream in list(streams):
-                if stream.uri != uri or stream.waiters:
+                if stream.uri != uri or stream.waiters or stream.doomed:
                     continue
                 if stream.anchor == anchor and stream.consistent_with(line_prefix):
                     continue
@@ -190,7 +277,18 @@ class InflightRegistry:
                     stream.predicted, line, line_prefix
                 ):
                     continue
-                self._cancel(stream)
+                self._give_up(stream)
+
+    def _give_up(self, stream: InflightStream) -> None:
+        if stream.generating or self.cost().cancel_saves_prompt:
+            self._cancel(stream)
+            return
+        logger.debug("upstream stream for %s doomed: closed at its first token", stream.uri)
+        stream.doomed = True
+        self.doomed_upstream += 1
+        if stream._grace is not None:
+            stream._grace.cancel()
+            stream._grace = None
 
     def speculating(self, uri: str) -> bool:
         """Whether a speculative stream of ``uri`` is running."""
@@ -210,10 +308,13 @@ class InflightRegistry:
     def _cancel(self, stream: InflightStream) -> None:
         if stream.task is not None and not stream.task.done():
             logger.debug("cancelling unattended upstream stream for %s", stream.uri)
-            self.cancelled_upstream += 1
-            self.wasted_chars += len(stream.text)
+            self._count_cancel(stream)
             stream.task.cancel()
         self._forget(stream)
+
+    def _count_cancel(self, stream: InflightStream) -> None:
+        self.cancelled_upstream += 1
+        self.wasted_chars += len(stream.text)
 
     def cancel_speculative(self, uri: str, line: int, line_prefix: str) -> None:
         """Cancel speculative streams of ``uri`` the user's typing has left behind."""
@@ -234,6 +335,29 @@ def _on_the_way(predicted: tuple[int, str], line: int, line_prefix: str) -> bool
     """The user is still typing the predicted line, or has reached the next one."""
     predicted_line, text = predicted
     return (line == predicted_line and text.startswith(line_prefix)) or line == predicted_line + 1
+
+
+def _has_complete_line(text: str) -> bool:
+    """A line with something on it is complete (a newline follows it)."""
+    end = text.rfind("\n")
+    return end > 0 and bool(text[:end].strip())
+
+
+def _resolve(future: asyncio.Future[str] | None, text: str) -> None:
+    if future is not None and not future.done():
+        future.set_result(text)
+
+
+def _fail(future: asyncio.Future[str] | None, exc: BaseException) -> None:
+    if future is None or future.done():
+        return
+    if isinstance(exc, asyncio.CancelledError):
+        future.cancel()
+    elif isinstance(exc, Exception):
+        future.set_exception(exc)
+        future.exception()  # retrieved: a stream nobody waits for must not warn
+    else:
+        future.cancel()
 
 
 def _settle(task: asyncio.Future[str]) -> None:

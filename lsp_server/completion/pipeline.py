@@ -9,9 +9,11 @@ Lookup order for one request (DESIGN.md, "One keystroke, as data"):
    attach to it instead of asking again;
 3. the shared L2 tier, verified like L1 (an entry with empty text records that
    the service had nothing to suggest there: answered empty, not asked again);
-4. upstream, after the miss throttle (``UpstreamStreams``). The
-   answer is stored once, in L1 and L2, when the stream finishes normally;
-   errors and cut-off streams are never stored.
+4. upstream, after the miss throttle, once the document has no other stream
+   at the service (``DocumentTurns``: the newest state goes next)
+   (``UpstreamStreams``). The answer is shown as soon as its first line is
+   complete, within ``AnswerBounds``, and stored once, in L1 and L2, when the
+   stream finishes normally; errors and cut-off streams are never stored.
 
 Whatever is served is checked against the document once more just before it
 goes out: if the buffer moved on while we waited, nothing is shown.
@@ -37,10 +39,12 @@ from typing import Protocol
 from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey, fingerprint
 from cache.store import CompletionStore, Hit
+from lsp_server.completion.bounds import MAX_SUGGESTION_LINES, AnswerBounds
 from lsp_server.completion.inflight import InflightRegistry, InflightStream
 from lsp_server.completion.mid_line import position_allowed, suggestion_allowed
 from lsp_server.completion.notify import UserNotifier
 from lsp_server.completion.throttle import MissThrottle
+from lsp_server.completion.turns import DocumentTurns
 from lsp_server.documents.cross_file import PromptContext
 from lsp_server.documents.syntax import SyntaxContext
 from lsp_server.observe.metrics import MetricsRegistry, timed_stream
@@ -51,8 +55,7 @@ from transport.errors import AuthError, TransportError
 
 logger = logging.getLogger(__name__)
 
-#: the longest suggestion shown, in lines
-MAX_SUGGESTION_LINES = 8
+__all__ = ["MAX_SUGGESTION_LINES", "CompletionPipeline", "Suggestion", "keys_for"]
 
 
 class SharedTier(Protocol):
@@ -146,6 +149,7 @@ class CompletionPipeline:
         self.prompt_context = prompt_context
         self.completion = completion
         self.upstream = UpstreamStreams(self, notifier=notifier, completion=completion)
+        self.turns = DocumentTurns(inflight)
         #: documents whose speculative prefetch is looking in L2 right now
         self._prefetching: set[str] = set()
         self._prefetch_tasks: set[asyncio.Task[None]] = set()
@@ -220,7 +224,11 @@ class CompletionPipeline:
             shared = await self._from_l2(key, anchor, ctx)
             if shared is not None:
                 return shared
-        await self.throttle.wait(at_line_start=ctx.at_line_start)
+        await self.throttle.wait(
+            at_line_start=ctx.at_line_start, uri=uri, indentation=ctx.at_line_start
+        )
+        if not await self.turns.take(uri):
+            return None  # a newer state of the document goes instead
         # While we waited another request may have filled the cache or started a stream.
         hit = self._l1(key, anchor, ctx)
         if hit is not None:
@@ -241,7 +249,7 @@ class CompletionPipeline:
         stream = self.inflight.find(anchor, ctx.line_prefix)
         if stream is None:
             return None
-        text = await self.upstream.wait(stream)
+        text = await self.upstream.wait(stream, first_line=True)
         typed = stream.typed_since(ctx.line_prefix) or ""
         if text is None or len(text) <= len(typed) or not text.startswith(typed):
             return None
@@ -266,7 +274,7 @@ class CompletionPipeline:
         self, uri: str, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext
     ) -> Suggestion | None:
         stream = self.upstream.start(uri, key, anchor, ctx)
-        text = await self.upstream.wait(stream)
+        text = await self.upstream.wait(stream, first_line=True)
         if not text:
             return None
         return Suggestion(text, "upstream")
@@ -378,6 +386,13 @@ class UpstreamStreams:
         context = (
             pipeline.prompt_context(uri) if pipeline.prompt_context is not None else PromptContext()
         )
+        multiline = self.completion.multiline and ctx.block_opener
+        bounds = AnswerBounds.for_cursor(
+            multiline=multiline,
+            line_prefix=ctx.line_prefix,
+            suffix=ctx.suffix,
+            max_generation_ms=self.completion.max_generation_ms,
+        )
         request = CompletionRequest(
             prefix=ctx.prompt_prefix,
             suffix=ctx.prompt_suffix,
@@ -385,7 +400,9 @@ class UpstreamStreams:
             max_tokens=self.completion.max_tokens,
             temperature=self.completion.temperature,
             stop=tuple(self.completion.stop),
-            multiline=self.completion.multiline and ctx.block_opener,
+            multiline=multiline,
+            max_time_ms=self.completion.max_generation_ms,
+            indent=bounds.indent,
             request_id=f"r{next(self._ids)}",
             speculative=speculative,
             extra=context.extra,
@@ -394,6 +411,9 @@ class UpstreamStreams:
             document=uri,
         )
         started = clock()
+
+        def on_first_line(_: object) -> None:
+            throttle.note_answer(clock() - started)
 
         def on_complete(stream: InflightStream) -> None:
             throttle.note_ttft(clock() - started)
@@ -428,19 +448,26 @@ class UpstreamStreams:
         pipeline.stats.upstream_requests += 1
         if speculative:
             pipeline.stats.speculative_requests += 1
-        return inflight.start(
+        stream = inflight.start(
             predicted=predicted,
             uri=uri,
             anchor=anchor,
             line_prefix=ctx.line_prefix,
             open_stream=lambda: timed_stream(backend, request, pipeline.metrics, clock),
             on_complete=on_complete,
+            bounds=bounds,
         )
+        if stream.first_line is not None:
+            stream.first_line.add_done_callback(on_first_line)
+        return stream
 
-    async def wait(self, stream: InflightStream) -> str | None:
-        """The text of ``stream``; None when it failed or was cancelled under us."""
+    async def wait(self, stream: InflightStream, *, first_line: bool = False) -> str | None:
+        """The text of ``stream``; None when it failed or was cancelled under us.
+
+        ``first_line``: as soon as its first line is complete.
+        """
         try:
-            text = await self._pipeline.inflight.wait(stream)
+            text = await self._pipeline.inflight.wait(stream, first_line=first_line)
         except AuthError as exc:
             # No token: completions pause (empty answers) until one can be had.
             self._pipeline.stats.upstream_errors += 1
@@ -451,13 +478,11 @@ class UpstreamStreams:
             self.notifier.problem("upstream", f"completion service failed: {exc}")
             return None
         except asyncio.CancelledError:
-            if stream.task is not None and stream.task.cancelled():
-                # The stream was cancelled under us (the user diverged): no answer.
-                current = asyncio.current_task()
-                if current is not None and current.cancelling():
-                    raise
-                return None
-            raise
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # this request was cancelled
+            # The stream was cancelled under us (the user diverged): no answer.
+            return None
         self.notifier.resolved("auth", "access token obtained, completions resumed")
         self.notifier.resolved("upstream", "completion service is answering again")
         return text

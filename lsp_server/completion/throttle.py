@@ -1,10 +1,18 @@
 """When a cache miss may go upstream. Hits never come here.
 
-The rule (all delays bounded by ``throttle.minDelayMs`` and
-``throttle.maxDelayMs``):
+The rule (delays bounded by ``throttle.minDelayMs`` and ``throttle.maxDelayMs``
+on a fast service, by ``throttle.maxPauseMs`` on a slow one):
 
-* a miss at the start of a line (only indentation before the cursor) goes at
-  once when ``throttle.lineStartImmediate`` is on: the user is waiting there;
+* a miss on a line the user has just started (the last change inserted a line
+  break: Enter, with the editor's indentation) goes at once when
+  ``throttle.lineStartImmediate`` is on: the user is waiting there;
+* more indentation typed by hand cannot change the answer (the answer for the
+  shorter indentation serves it by typed-through): such a miss waits for a
+  pause in the typing, like any miss on a slow service;
+* on a *slow* service (its smoothed answer time, request to first line, is
+  longer than the user's smoothed gap between keys) a miss waits for a pause:
+  ``clamp(maxDelayMs, maxPauseMs, 2 * typing)``. A request per keystroke
+  there is one nobody sees: the next key arrives first;
 * any other miss waits ``clamp(min, max, min(typing / 2, ttft / 4))`` where
   ``typing`` is the smoothed interval between the user's keystrokes in that
   document and ``ttft`` the smoothed time to first token of the service.
@@ -25,6 +33,8 @@ from collections.abc import Callable
 EWMA_WEIGHT = 0.3
 #: intervals longer than this are pauses, not typing
 MAX_TYPING_INTERVAL = 1.0
+#: a pause is this many typical gaps between keys
+PAUSE_GAPS = 2.0
 
 
 class MissThrottle:
@@ -35,22 +45,34 @@ class MissThrottle:
         *,
         min_delay: float = 0.015,
         max_delay: float = 0.120,
+        max_pause: float = 0.6,
         line_start_immediate: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.min_delay = min_delay
         self.max_delay = max_delay
+        self.max_pause = max_pause
         self.line_start_immediate = line_start_immediate
         self._clock = clock
         self._last_key: dict[str, float] = {}
+        #: documents whose last change inserted a line break
+        self._new_line: set[str] = set()
         self._typing: float | None = None
         self._ttft: float | None = None
+        self._answer: float | None = None
 
-    def note_keystroke(self, uri: str) -> None:
-        """Record a change in ``uri`` (updates the typing-speed estimate)."""
+    def note_keystroke(self, uri: str, *, new_line: bool = False) -> None:
+        """Record a change in ``uri`` (updates the typing-speed estimate).
+
+        ``new_line``: the change inserted a line break (Enter).
+        """
         now = self._clock()
         last = self._last_key.get(uri)
         self._last_key[uri] = now
+        if new_line:
+            self._new_line.add(uri)
+        else:
+            self._new_line.discard(uri)
         if last is not None and 0 < now - last < MAX_TYPING_INTERVAL:
             self._typing = _ewma(self._typing, now - last)
 
@@ -58,19 +80,54 @@ class MissThrottle:
         """Record an upstream time to first token."""
         self._ttft = _ewma(self._ttft, seconds)
 
+    def note_answer(self, seconds: float) -> None:
+        """Record an upstream answer time: request sent to first line shown."""
+        self._answer = _ewma(self._answer, seconds)
+
     @property
     def ttft(self) -> float | None:
         """The smoothed time to an upstream answer, once one was seen."""
         return self._ttft
 
+    @property
+    def typing(self) -> float | None:
+        """The smoothed gap between keystrokes, once two were seen."""
+        return self._typing
+
+    @property
+    def answer(self) -> float | None:
+        """The smoothed time to an upstream answer's first line, once one was seen."""
+        return self._answer
+
+    @property
+    def slow(self) -> bool:
+        """The service answers slower than the user types (both measured)."""
+        return (
+            self.max_pause > 0
+            and self._answer is not None
+            and self._typing is not None
+            and self._answer > self._typing
+        )
+
     def forget(self, uri: str) -> None:
         """Drop per-document state (document closed)."""
         self._last_key.pop(uri, None)
+        self._new_line.discard(uri)
 
-    def delay_for(self, *, at_line_start: bool) -> float:
-        """Seconds a miss waits before going upstream."""
-        if at_line_start and self.line_start_immediate:
+    def delay_for(
+        self, *, at_line_start: bool, uri: str | None = None, indentation: bool = False
+    ) -> float:
+        """Seconds a miss waits before going upstream.
+
+        ``uri`` names the document (whether its last change started a line);
+        ``indentation``: only whitespace is before the cursor on its line.
+        Without ``uri``, a miss at a line start counts as just after Enter.
+        """
+        just_entered = uri is None or uri in self._new_line
+        if at_line_start and just_entered and self.line_start_immediate:
             return 0.0
+        if self.slow or (indentation and not just_entered and self.max_pause > 0):
+            return self.pause()
         candidates = [self.max_delay]
         if self._typing is not None:
             candidates.append(self._typing / 2)
@@ -78,9 +135,16 @@ class MissThrottle:
             candidates.append(self._ttft / 4)
         return max(self.min_delay, min(candidates))
 
-    async def wait(self, *, at_line_start: bool) -> None:
+    def pause(self) -> float:
+        """How long without a keystroke counts as a pause."""
+        typing = self._typing if self._typing is not None else self.max_delay
+        return min(self.max_pause, max(self.max_delay, PAUSE_GAPS * typing))
+
+    async def wait(
+        self, *, at_line_start: bool, uri: str | None = None, indentation: bool = False
+    ) -> None:
         """Wait as the rule says (cancellable)."""
-        delay = self.delay_for(at_line_start=at_line_start)
+        delay = self.delay_for(at_line_start=at_line_start, uri=uri, indentation=indentation)
         if delay > 0:
             await asyncio.sleep(delay)
 

@@ -44,6 +44,7 @@ from lsp_server.server.served import ServedItems
 from lsp_server.server.settings_codec import parse_settings
 from lsp_server.settings import Settings
 from transport.backend import CompletionBackend
+from transport.cost import REMOTE_SERVICE, ServiceCost
 from transport.errors import TransportError
 
 logger = logging.getLogger(__name__)
@@ -53,6 +54,10 @@ __version__ = "0.1.0"
 
 #: how long shutdown waits for answers still being written to L2
 L2_FLUSH_SECONDS = 2.0
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000.0, 1)
 
 
 def metrics_port_problem(host: str, port: int, exc: OSError) -> str:
@@ -90,7 +95,7 @@ class ScopecacheServer(LanguageServer):
         self.cross_file = CrossFileContext(
             self.documents, lambda: self.settings, root=self._workspace_root
         )
-        self.inflight = InflightRegistry()
+        self.inflight = InflightRegistry(cost=self._service_cost)
         self.throttle = MissThrottle()
         self.speculator = SpeculativePrefetcher(self.settings.speculative)
         self.recorder: TraceRecorder | None = None
@@ -135,6 +140,7 @@ class ScopecacheServer(LanguageServer):
         self.throttle.min_delay = t.min_delay_ms / 1000.0
         self.throttle.max_delay = t.max_delay_ms / 1000.0
         self.throttle.line_start_immediate = t.line_start_immediate
+        self.throttle.max_pause = t.max_pause_ms / 1000.0
         self.speculator.settings = settings.speculative
         if settings.record_trace and self.recorder is None:
             self.recorder = TraceRecorder(
@@ -335,6 +341,10 @@ class ScopecacheServer(LanguageServer):
         """The syntax context of ``doc`` at ``position`` with the configured windows."""
         return completion_context(doc, position, self.settings.completion)
 
+    def _service_cost(self) -> ServiceCost:
+        """The cost model of the service in use (``transport.cost``)."""
+        return self.backend.cost() if self.backend is not None else REMOTE_SERVICE
+
     def stats_snapshot(self) -> dict[str, Any]:
         """The ``scopecache/stats`` answer: the counters with every part's state.
 
@@ -388,6 +398,14 @@ class ScopecacheServer(LanguageServer):
         snapshot["upstreamCancelled"] = self.inflight.cancelled_upstream
         snapshot["upstreamCompleted"] = self.inflight.completed_upstream
         snapshot["wastedChars"] = self.inflight.wasted_chars
+        snapshot["pacing"] = {
+            "slowService": self.throttle.slow,
+            "answerMs": _ms(self.throttle.answer),
+            "typingGapMs": _ms(self.throttle.typing),
+            "doomed": self.inflight.doomed_upstream,
+            "waitedTurn": self.pipeline.turns.waited,
+            "superseded": self.pipeline.turns.superseded,
+        }
         snapshot["documents"] = len(self.documents)
         snapshot["languages"] = self.language_stats()
         snapshot["problems"] = self.notifier.active()

@@ -154,27 +154,37 @@ class LlamaCppServer:
         batch: int = BATCH_TOKENS,
         embedding: int = 512,
         cache_reuse: int = 0,
+        model: Path | None = None,
+        threads: int = 1,
+        slots: int = SLOTS,
+        context: int = CONTEXT_TOKENS,
     ) -> None:
         self.workdir = workdir
         self.batch = batch
         #: llama-server's ``--cache-reuse``: shortest cached chunk reused by shifting (0: off)
         self.cache_reuse = cache_reuse
-        #: the model's width: 512 generates slowly enough to cancel mid-stream
+        #: the tiny model's width: 512 generates slowly enough to cancel mid-stream
         self.embedding = embedding
-        self.model = workdir / "tiny-random.gguf"
+        #: a real model file to serve instead of the tiny random one
+        self.given_model = model
+        self.model = model if model is not None else workdir / "tiny-random.gguf"
+        self.threads = threads
+        self.slot_count = slots
+        self.context = context
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
         self._client: httpx.Client | None = None
 
     def start(self) -> LlamaCppServer:
         """Write the model, start the server and wait until ``/health`` says ok."""
-        if not self.model.exists():
+        if self.given_model is None and not self.model.exists():
             write_tiny_model(self.model, embedding=self.embedding)
         log = open(self.workdir / "llama-server.log", "wb")  # noqa: SIM115
         self.process = subprocess.Popen(
             [
                 sys.executable, "-m", "tests.support.llamacpp",
                 str(self.model), str(self.batch), str(self.cache_reuse),
+                str(self.threads), str(self.slot_count), str(self.context),
             ],
             stdout=subprocess.PIPE,
             stderr=log,
@@ -203,7 +213,7 @@ class LlamaCppServer:
     @property
     def context_per_slot(self) -> int:
         """Context tokens of each slot (what ``/props`` reports as ``n_ctx``)."""
-        return CONTEXT_TOKENS // SLOTS
+        return self.context // self.slot_count
 
     def log_tail(self, lines: int = 20) -> str:
         """The end of the server's log."""
@@ -250,7 +260,14 @@ class LlamaCppServer:
         self.stop()
 
 
-def serve(model: str, batch: int, cache_reuse: int = 0) -> None:
+def serve(
+    model: str,
+    batch: int,
+    cache_reuse: int = 0,
+    threads: int = 1,
+    slots: int = SLOTS,
+    context: int = CONTEXT_TOKENS,
+) -> None:
     """Run llama.cpp's server on 127.0.0.1 (a free port) until SIGTERM; print its URL."""
     import xllamacpp
 
@@ -258,17 +275,17 @@ def serve(model: str, batch: int, cache_reuse: int = 0) -> None:
     params.model.path = model
     params.hostnames = ["127.0.0.1"]
     params.port = 0
-    params.n_ctx = CONTEXT_TOKENS
+    params.n_ctx = context
     params.n_batch = batch
     params.n_ubatch = batch
-    params.n_parallel = SLOTS
+    params.n_parallel = slots
     params.endpoint_metrics = True
     params.endpoint_slots = True
     params.cache_prompt = True
     params.n_cache_reuse = cache_reuse
     params.warmup = False
-    params.cpuparams.n_threads = 1
-    params.cpuparams_batch.n_threads = 1
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
     server = xllamacpp.Server(params)
     print(server.listening_address, flush=True)
@@ -277,8 +294,5 @@ def serve(model: str, batch: int, cache_reuse: int = 0) -> None:
 
 
 if __name__ == "__main__":
-    serve(
-        sys.argv[1],
-        int(sys.argv[2]) if len(sys.argv) > 2 else BATCH_TOKENS,
-        int(sys.argv[3]) if len(sys.argv) > 3 else 0,
-    )
+    numbers = [int(arg) for arg in sys.argv[2:]]
+    serve(sys.argv[1], *numbers)

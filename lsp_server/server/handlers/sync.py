@@ -35,8 +35,11 @@ def register(server: ScopecacheServer) -> None:
             return
         ls.metrics.record_keystroke(time.perf_counter() - started)
         ls.stats.keystrokes += 1
-        ls.throttle.note_keystroke(uri)
-        first = params.content_changes[0] if params.content_changes else None
+        changes = params.content_changes
+        last = changes[-1] if changes else None
+        new_line = isinstance(last, types.TextDocumentContentChangePartial) and "\n" in last.text
+        ls.throttle.note_keystroke(uri, new_line=new_line)
+        first = changes[0] if changes else None
         if isinstance(first, types.TextDocumentContentChangePartial):
             ls.cross_file.note_edit(uri, first.range.start.line)
         if ls.recorder is not None:
@@ -47,6 +50,7 @@ def register(server: ScopecacheServer) -> None:
         uri = params.text_document.uri
         ls.inflight.cancel_document(uri)
         ls.throttle.forget(uri)
+        ls.pipeline.turns.forget(uri)
         ls.speculator.forget(uri)
         ls.cross_file.forget(uri)
         if ls.recorder is not None:

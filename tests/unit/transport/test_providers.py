@@ -37,7 +37,24 @@ def test_openai_request_carries_prompt_suffix_and_limits() -> None:
     assert url == "https://svc.test:8443/v1/completions"
     assert body["prompt"] == REQUEST.prefix and body["suffix"] == "\n"
     assert body["stream"] is True and body["model"] == "m"
-    assert body["max_tokens"] == REQUEST.max_tokens and body["stop"] == ["\n\n"]
+    # a one-line request stops at the line's end, before the configured stops
+    assert body["max_tokens"] == REQUEST.max_tokens and body["stop"] == ["\n", "\n\n"]
+
+
+def test_a_block_request_stops_only_where_configured() -> None:
+    _, body = provider_for(options()).build_request(dataclasses.replace(REQUEST, multiline=True))
+    assert body["stop"] == ["\n\n"]
+
+
+def test_llamacpp_request_bounds_generation_time_and_block_indentation() -> None:
+    request = dataclasses.replace(REQUEST, multiline=True, max_time_ms=800, indent=4)
+    _, body = provider_for(options(provider="llamacpp")).build_request(request)
+    assert body["t_max_predict_ms"] == 800 and body["n_indent"] == 4
+    assert "stop" not in body or "\n" not in body["stop"]
+    _, one_line = provider_for(options(provider="llamacpp")).build_request(
+        dataclasses.replace(REQUEST, max_time_ms=800, indent=4)
+    )
+    assert one_line["stop"][0] == "\n" and "n_indent" not in one_line
 
 
 def test_fim_template_mode_sends_a_plain_prompt_without_suffix() -> None:

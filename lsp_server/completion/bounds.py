@@ -1,0 +1,126 @@
+"""Where an answer being streamed ends, whatever the model would go on to write.
+
+A small code model asked to fill a gap often never says it is done: Qwen's
+``/infill`` runs every answer to the token limit, and a one-line gap gets
+whole new functions. Each token costs the service time that, on a CPU, the
+developer waits for. The service is told the bounds it understands (a
+newline stop for a one-line request, ``n_predict``/``max_tokens``,
+llama.cpp's ``t_max_predict_ms`` and ``n_indent``); ``AnswerBounds`` applies
+the same rules to the text as it streams in, so that every provider stops
+in the same places:
+
+* a one-line request (anything but a block opener) ends at its first line;
+* a block ends after ``MAX_SUGGESTION_LINES`` lines, before a line that
+  leaves the block (indented less than the cursor's line, or as much but
+  not a closing bracket), and before a line that repeats the next line after
+  the cursor (the model has caught up with the text that is already there);
+* once the first line is complete, a block stops growing after
+  ``completion.maxGenerationMs`` of generation (cut at the last line end).
+
+A cut at a natural boundary is the model's answer; a cut by time or length
+is marked truncated, so the cache never takes it for "the model ended here".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: the longest suggestion shown, in lines
+MAX_SUGGESTION_LINES = 8
+
+#: a line made only of these closes the block it is in
+_CLOSERS = frozenset("})]>;,")
+_CLOSING_WORDS = ("end", "fi", "done", "esac", "endif", "endfor", "endwhile")
+
+
+def indent_width(line: str) -> int:
+    """Characters of leading whitespace."""
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _closes_block(stripped: str) -> bool:
+    return bool(stripped) and (
+        all(char in _CLOSERS for char in stripped) or stripped.rstrip(";") in _CLOSING_WORDS
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """Keep ``length`` characters of the answer and stop reading it."""
+
+    length: int
+    #: cut by a limit (time, lines) rather than at the model's own boundary
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerBounds:
+    """The rules one request's answer is streamed under."""
+
+    #: several lines are wanted (a block opener); otherwise one line
+    multiline: bool
+    #: the cursor line's indentation, in characters
+    indent: int = 0
+    #: the first non-blank line after the cursor's line, stripped ("" if none)
+    next_line: str = ""
+    #: generation time allowed once the first line is complete (0: no limit)
+    max_generation_s: float = 0.0
+
+    @classmethod
+    def for_cursor(
+        cls, *, multiline: bool, line_prefix: str, suffix: str, max_generation_ms: float
+    ) -> AnswerBounds:
+        """The bounds at a cursor with ``line_prefix`` before it and ``suffix`` after it."""
+        next_line = ""
+        for line in suffix.split("\n")[1:]:
+            if line.strip():
+                next_line = line.strip()
+                break
+        return cls(
+            multiline=multiline,
+            indent=indent_width(line_prefix),
+            next_line=next_line,
+            max_generation_s=max(0.0, max_generation_ms) / 1000.0,
+        )
+
+    def cut(self, text: str, generating_for: float) -> Cut | None:
+        """Where ``text`` (the answer so far) ends, or None to read on.
+
+        ``generating_for`` is the time since the first chunk, in seconds.
+        """
+        first_end = text.find("\n")
+        if first_end < 0:
+            return None
+        if not self.multiline:
+            return Cut(first_end, truncated=False)
+        lines = text.split("\n")
+        complete = lines[:-1]  # the last element is still being written
+        kept = 0
+        written = False
+        for index, line in enumerate(complete):
+            if index >= MAX_SUGGESTION_LINES:
+                return Cut(kept - 1, truncated=True)
+            if index > 0 and self._ends_before(line):
+                return Cut(max(0, kept - 1), truncated=False)
+            kept += len(line) + 1
+            written = written or bool(line.strip())
+            if index > 0 and self._ends_after(line):
+                return Cut(kept - 1, truncated=False)
+        if written and self.max_generation_s and generating_for >= self.max_generation_s:
+            return Cut(kept - 1, truncated=True)
+        return None
+
+    def _ends_before(self, line: str) -> bool:
+        """``line`` is no longer part of the block the answer fills."""
+        stripped = line.strip()
+        if not stripped:
+            return False
+        if self.next_line and stripped == self.next_line:
+            return True
+        width = indent_width(line)
+        return width < self.indent or (width == self.indent and not _closes_block(stripped))
+
+    def _ends_after(self, line: str) -> bool:
+        """``line`` closes the block at the cursor's own indentation."""
+        stripped = line.strip()
+        return indent_width(line) == self.indent and _closes_block(stripped)

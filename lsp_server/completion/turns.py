@@ -1,0 +1,58 @@
+"""At most one request per document at the service; the newest state goes next.
+
+When the service answers slower than the developer types, sending a request
+per keystroke only queues them at the service (a local server has one slot,
+often) or cancels them before they answer. Instead a miss whose document
+already has a stream at the service waits for that stream to end; if a newer
+miss of the same document arrives meanwhile, the older one gives up (the
+newer state wins, there is no queue). The stream that ends may well answer
+the newest state by typed-through, which the pipeline looks for before it
+asks again.
+
+On a fast service a document rarely has a stream at the service when the
+next miss arrives, and nothing waits; hits never come here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from lsp_server.completion.inflight import InflightRegistry
+
+
+class DocumentTurns:
+    """Latest-wins turns at the service, per document."""
+
+    def __init__(self, inflight: InflightRegistry) -> None:
+        self._inflight = inflight
+        self._latest: dict[str, object] = {}
+        #: misses that gave up their turn to a newer state of their document
+        self.superseded = 0
+        #: misses that waited for a stream of their document to end
+        self.waited = 0
+
+    async def take(self, uri: str) -> bool:
+        """Wait until ``uri`` has no stream at the service; False when a newer miss came.
+
+        Cancellable: the editor cancelling the request ends the wait.
+        """
+        ticket = object()
+        self._latest[uri] = ticket
+        try:
+            waited = False
+            while (stream := self._inflight.busy(uri)) is not None:
+                assert stream.task is not None
+                waited = True
+                await asyncio.wait({stream.task})
+                if self._latest.get(uri) is not ticket:
+                    self.superseded += 1
+                    return False
+            self.waited += waited
+            return True
+        finally:
+            if self._latest.get(uri) is ticket:
+                del self._latest[uri]
+
+    def forget(self, uri: str) -> None:
+        """Drop the document's state (closed)."""
+        self._latest.pop(uri, None)
