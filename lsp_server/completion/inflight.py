@@ -104,6 +104,10 @@ class InflightRegistry:
         self.cost = cost
         self._clock = clock
         self.cancelled_upstream = 0
+        #: why streams were cancelled: ``moved`` (the user left what they could
+        #: serve), ``idle`` (nobody attached within the grace), ``closed``
+        #: (document closed), ``stopped`` (shutdown, settings changed)
+        self.cancelled_by: dict[str, int] = {}
         #: characters streamed by streams that were then cancelled (generated for nobody)
         self.wasted_chars = 0
         self.completed_upstream = 0
@@ -166,14 +170,16 @@ class InflightRegistry:
         chunks = open_stream()
         loop = asyncio.get_running_loop()
         clock = self._clock or loop.time
-        first_at = 0.0
+        started = first_at = clock()
+        logger.debug("upstream stream %s: asked after %d characters of its line",
+                     id(stream), len(stream.line_prefix))
         try:
             async for chunk in chunks:
                 if not stream.generating:
                     stream.generating, first_at = True, clock()
                     if stream.doomed:
                         # The prompt is paid for; nothing generated after this serves anyone.
-                        self._count_cancel(stream)
+                        self._count_cancel(stream, "moved")
                         raise asyncio.CancelledError
                     if not stream.waiters:
                         self._start_grace(stream)
@@ -190,6 +196,9 @@ class InflightRegistry:
                     _resolve(stream.first_line, stream.text)
             stream.finished = True
             self.completed_upstream += 1
+            logger.debug("upstream stream %s: %d characters in %.2fs (first after %.2fs)%s",
+                         id(stream), len(stream.text), clock() - started, first_at - started,
+                         ", cut" if stream.truncated else "")
         except BaseException as exc:
             _fail(stream.first_line, exc)
             raise
@@ -238,18 +247,18 @@ class InflightRegistry:
                 self._start_grace(stream)
 
     def _start_grace(self, stream: InflightStream) -> None:
-        """Cancel ``stream`` after the grace unless someone attaches (generating streams only).
+        """Cancel ``stream`` after the grace unless someone attaches.
 
-        Before its first token a stream costs nothing more to keep where a
-        cancel would not stop the prompt's evaluation: it finishes and warms
-        the cache, unless the user moves away (``cancel_diverged``).
+        Only where a cancel stops the prompt's evaluation at once (a remote
+        service): on a local server a stream the user may still type into
+        costs at most its bounded generation, and its answer warms the cache
+        and may serve the next keystroke; it is given up only when the user
+        moves away from it (``cancel_diverged``).
         """
-        if stream._grace is not None or stream.doomed:
-            return
-        if not stream.generating and not self.cost().cancel_saves_prompt:
+        if stream._grace is not None or stream.doomed or not self.cost().cancel_saves_prompt:
             return
         loop = asyncio.get_running_loop()
-        stream._grace = loop.call_later(self._grace, self._cancel, stream)
+        stream._grace = loop.call_later(self._grace, self._cancel, stream, "idle")
 
     def busy(self, uri: str) -> InflightStream | None:
         """A stream of ``uri`` still at the service (doomed ones included), if any."""
@@ -281,7 +290,7 @@ class InflightRegistry:
 
     def _give_up(self, stream: InflightStream) -> None:
         if stream.generating or self.cost().cancel_saves_prompt:
-            self._cancel(stream)
+            self._cancel(stream, "moved")
             return
         logger.debug("upstream stream for %s doomed: closed at its first token", stream.uri)
         stream.doomed = True
@@ -303,17 +312,18 @@ class InflightRegistry:
         for streams in list(self._by_anchor.values()):
             for stream in list(streams):
                 if stream.uri == uri:
-                    self._cancel(stream)
+                    self._cancel(stream, "closed")
 
-    def _cancel(self, stream: InflightStream) -> None:
+    def _cancel(self, stream: InflightStream, reason: str) -> None:
         if stream.task is not None and not stream.task.done():
-            logger.debug("cancelling unattended upstream stream for %s", stream.uri)
-            self._count_cancel(stream)
+            logger.debug("cancelling upstream stream for %s (%s)", stream.uri, reason)
+            self._count_cancel(stream, reason)
             stream.task.cancel()
         self._forget(stream)
 
-    def _count_cancel(self, stream: InflightStream) -> None:
+    def _count_cancel(self, stream: InflightStream, reason: str) -> None:
         self.cancelled_upstream += 1
+        self.cancelled_by[reason] = self.cancelled_by.get(reason, 0) + 1
         self.wasted_chars += len(stream.text)
 
     def cancel_speculative(self, uri: str, line: int, line_prefix: str) -> None:
@@ -321,14 +331,14 @@ class InflightRegistry:
         for streams in list(self._by_anchor.values()):
             for stream in list(streams):
                 if stream.uri == uri and stream.predicted is not None and not stream.waiters:
-                    if not _on_the_way(stream.predicted, line, line_prefix):
-                        self._cancel(stream)
+                    if not stream.doomed and not _on_the_way(stream.predicted, line, line_prefix):
+                        self._give_up(stream)
 
     def cancel_all(self) -> None:
         """Cancel everything (shutdown)."""
         for streams in list(self._by_anchor.values()):
             for stream in list(streams):
-                self._cancel(stream)
+                self._cancel(stream, "stopped")
 
 
 def _on_the_way(predicted: tuple[int, str], line: int, line_prefix: str) -> bool:

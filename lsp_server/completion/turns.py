@@ -30,6 +30,8 @@ class DocumentTurns:
         self.superseded = 0
         #: misses that waited for a stream of their document to end
         self.waited = 0
+        #: misses that asked for a turn
+        self.asked = 0
 
     async def take(self, uri: str) -> bool:
         """Wait until ``uri`` has no stream at the service; False when a newer miss came.
@@ -38,6 +40,7 @@ class DocumentTurns:
         """
         ticket = object()
         self._latest[uri] = ticket
+        self.asked += 1
         try:
             waited = False
             while (stream := self._inflight.busy(uri)) is not None:

@@ -396,6 +396,7 @@ class ScopecacheServer(LanguageServer):
             snapshot["l2"] = self.l2_link.store.stats()
         snapshot["inflight"] = len(self.inflight)
         snapshot["upstreamCancelled"] = self.inflight.cancelled_upstream
+        snapshot["upstreamCancelledBy"] = dict(self.inflight.cancelled_by)
         snapshot["upstreamCompleted"] = self.inflight.completed_upstream
         snapshot["wastedChars"] = self.inflight.wasted_chars
         snapshot["pacing"] = {

@@ -261,14 +261,19 @@ async def _at(started: float, t: float) -> None:
 
 
 async def run_scopecache(
-    script: TypingScript, settings: dict[str, Any], *, busy_url: str | None = None
+    script: TypingScript,
+    settings: dict[str, Any],
+    *,
+    busy_url: str | None = None,
+    log_file: str | None = None,
 ) -> ClientRun:
     """Type the script into a real server process, asking after every key as an editor does."""
     run = ClientRun("scopecache")
     answers: dict[int, tuple[float, str | None]] = {}
     pending: list[tuple[str, asyncio.Task[None]]] = []
 
-    async with ServerProcess(settings) as server:
+    logging = {"log_file": log_file, "log_level": "DEBUG"} if log_file else {}
+    async with ServerProcess(settings, **logging) as server:
         server.open(script.uri, script.text, "python")
 
         async def ask(index: int, future: asyncio.Future[Any]) -> None:

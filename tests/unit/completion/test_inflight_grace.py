@@ -27,3 +27,31 @@ def test_throttle_waits_nothing_at_line_start_and_adapts_elsewhere() -> None:
     throttle.note_ttft(0.1)
     assert abs(throttle.delay_for(at_line_start=False) - 0.025) < 1e-9
     assert throttle.ttft == 0.1
+
+
+def test_a_slow_service_makes_misses_wait_for_a_pause_in_the_typing() -> None:
+    now = [0.0]
+    throttle = MissThrottle(min_delay=0.01, max_delay=0.1, max_pause=0.6, clock=lambda: now[0])
+    for _ in range(5):
+        now[0] += 0.12
+        throttle.note_keystroke("u")
+    throttle.note_answer(0.05)  # answers faster than the typing: no pause
+    assert not throttle.slow
+    assert throttle.delay_for(at_line_start=False, uri="u") < 0.1
+    for _ in range(5):
+        throttle.note_answer(1.5)
+    assert throttle.slow
+    assert abs(throttle.delay_for(at_line_start=False, uri="u") - 0.24) < 1e-9
+    throttle.max_pause = 0.0  # pacing off
+    assert not throttle.slow
+
+
+def test_enter_asks_at_once_and_indentation_typed_by_hand_waits_for_a_pause() -> None:
+    now = [0.0]
+    throttle = MissThrottle(min_delay=0.01, max_delay=0.1, max_pause=0.6, clock=lambda: now[0])
+    throttle.note_keystroke("u", new_line=True)
+    assert throttle.delay_for(at_line_start=True, uri="u", indentation=True) == 0.0
+    now[0] += 0.1
+    throttle.note_keystroke("u")  # a space
+    assert throttle.delay_for(at_line_start=True, uri="u", indentation=True) == throttle.pause()
+    assert throttle.pause() >= 0.1
