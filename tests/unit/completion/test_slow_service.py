@@ -221,9 +221,7 @@ async def test_on_a_local_server_an_unattended_stream_is_never_cancelled_for_idl
     assert pipe.inflight.cancelled_by == {}
 
 
-async def test_on_a_remote_service_an_unattended_generating_stream_is_cancelled_after_the_grace() -> (
-    None
-):
+async def test_on_a_remote_service_an_idle_generating_stream_is_cancelled_after_the_grace() -> None:
     backend = ScriptedBackend(REMOTE_SERVICE)
     pipe = pipeline(backend)
     first = ask(pipe, at("    msg"))
