@@ -33,12 +33,14 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
 from lsprotocol import types
 
 from lsp_server.kit.client import ServerProcess
+from tests.support.llamacpp import LlamaCppServer
 
 #: llama.vim's defaults for its /infill request
 LLAMA_VIM_PREFIX_LINES = 256
@@ -135,6 +137,9 @@ class ClientRun:
 
     name: str
     shown: list[Shown] = field(default_factory=list)
+    #: completion requests the editor sent (scopecache: one per key)
+    asked: int = 0
+    #: requests that reached the model's server
     requests: int = 0
     cancelled: int = 0
     finished: int = 0
@@ -305,7 +310,7 @@ async def run_scopecache(
                 params = server.inline_params(script.uri, key.line, key.character)
                 msg_id, future = server.request(types.TEXT_DOCUMENT_INLINE_COMPLETION, params)
                 pending.append((msg_id, asyncio.ensure_future(ask(index, future))))
-                run.requests += 1
+                run.asked += 1
             await _at(started, script.keys[-1].t + 1.0)
             for msg_id, task in pending:
                 if not task.done():
@@ -324,9 +329,10 @@ async def run_scopecache(
         arrived = answers.get(index)
         visible = arrived[1] if arrived is not None and arrived[0] <= deadline else None
         run.shown.append(Shown(key, visible))
+    run.requests = int(stats.get("upstreamRequests", 0))
     run.cancelled = int(stats.get("upstreamCancelled", 0))
     run.finished = int(stats.get("upstreamCompleted", 0))
-    run.extra = {"upstreamRequests": stats.get("upstreamRequests", 0), "stats": stats}
+    run.extra = {"stats": stats}
     run.busy_seconds = meter.busy_seconds if meter is not None else 0.0
     return run
 
@@ -386,6 +392,7 @@ async def run_finishing(script: TypingScript, url: str) -> ClientRun:
                 cursor = state["cursor"]
                 asked = (cursor, buffer.lines[cursor[0]][: cursor[1]])
                 body = llama_vim_body(buffer.lines, *cursor)
+                run.asked += 1
                 run.requests += 1
                 answer = await client.post("/infill", json=body)
                 run.finished += 1
@@ -427,3 +434,36 @@ async def run_finishing(script: TypingScript, url: str) -> ClientRun:
             await asyncio.to_thread(meter.wait_idle)
         run.busy_seconds = meter.busy_seconds
     return run
+
+
+#: the real file the session types into: a command-line tool's argument parser
+SESSION_SOURCE = "lsp_server/samples/todo_cli.py"
+#: the lines it types back (0-based first line, count): the parser's subcommands
+SESSION_LINES = {"full": (92, 12), "short": (98, 6)}
+
+
+def code_model_session(size: str = "full") -> TypingScript:
+    """The typing session of the slow-model test and benchmark.
+
+    ``full`` types the twelve lines of ``build_parser``'s subcommands (about
+    600 keys, 80 s); ``short`` the last six of them (about 300 keys, 40 s).
+    """
+    root = Path(__file__).resolve().parents[2]
+    first, count = SESSION_LINES[size]
+    return typing_script((root / SESSION_SOURCE).read_text(), first, count)
+
+
+def code_model_server(workdir: Path, model: Path) -> LlamaCppServer:
+    """llama.cpp as a self-hosted user runs it on a laptop-class CPU.
+
+    Two threads, ``-b 1024 -ub 1024`` and ``--cache-reuse 256`` as llama.cpp
+    recommends for code completion, one slot.
+    """
+    return LlamaCppServer(
+        workdir, model=model, threads=2, batch=1024, cache_reuse=256, slots=1, context=4096
+    )
+
+
+def scopecache_settings(endpoint: str) -> dict[str, Any]:
+    """Only the endpoint and the model, as a user sets it up (no shared L2 between runs)."""
+    return {"endpoint": endpoint, "model": "qwen2.5-coder-0.5b", "cache": {"l2": "none"}}

@@ -1,0 +1,97 @@
+"""A real code model slower than the typist: scopecache against a finish-every-request client.
+
+llama.cpp's own server (the xllamacpp wheel) serves Qwen2.5-Coder-0.5B
+(Q4_K_M) on two CPU threads, one slot, ``-b 1024 -ub 1024 --cache-reuse 256``.
+A developer types lines of a real file into it key by key at a human pace,
+never accepting (``tests.support.typing_session``). The same keystrokes, at
+the same times, go to two clients, each against a freshly started server:
+
+- scopecache: the real ``scopecache serve`` with only ``endpoint`` and
+  ``model`` set, asked after every key, the outstanding request cancelled at
+  the next key, as editors do;
+- the baseline: llama.vim's strategy, straight to ``/infill`` with its
+  request: one request at a time, never cancelled, the newest state asked
+  when it finishes, a finished answer shown while the typing agrees with it.
+
+Rows (scopecache's value, the baseline's, their ratio): keys after which a
+suggestion was on screen before the next key, useful ones, characters Tab
+would have saved, and the server's busy seconds per useful suggestion (lower
+is better). ``--quick`` types six lines, the full run twelve.
+
+Run: ``.venv/bin/python -m tests.bench.bench_slow_model [--quick]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tests.support.code_model import ensure
+from tests.support.llamacpp import missing_reason
+from tests.support.typing_session import (
+    ClientRun,
+    SessionScore,
+    TypingScript,
+    code_model_server,
+    code_model_session,
+    run_finishing,
+    run_scopecache,
+    scopecache_settings,
+)
+
+
+def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
+    if baseline:
+        ratio: float | None = value / baseline
+    else:
+        ratio = None if not value else math.inf
+    return {"name": name, "value": value, "baseline": baseline, "ratio": ratio, "unit": unit}
+
+
+async def _session(script: TypingScript, model: Path, client: str) -> ClientRun:
+    with tempfile.TemporaryDirectory() as tmp, code_model_server(Path(tmp), model) as server:
+        if client == "scopecache":
+            return await run_scopecache(
+                script, scopecache_settings(server.url), busy_url=server.url
+            )
+        return await run_finishing(script, server.url)
+
+
+def measure(quick: bool) -> tuple[SessionScore, SessionScore]:
+    """Both clients' scores on the same typing session."""
+    reason = missing_reason()
+    if reason is not None:
+        raise RuntimeError(reason)
+    script = code_model_session("short" if quick else "full")
+    model = ensure()
+    ours = SessionScore.of(asyncio.run(_session(script, model, "scopecache")))
+    theirs = SessionScore.of(asyncio.run(_session(script, model, "finishing")))
+    return ours, theirs
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    """The benchmark rows."""
+    ours, theirs = measure(quick)
+    keys = f"of {ours.keys} keys"
+    return [
+        _row(f"suggestion shown before the next key ({keys})", ours.shown, theirs.shown, "keys"),
+        _row("useful suggestions shown", ours.useful, theirs.useful, "keys"),
+        _row("characters Tab would have saved", ours.chars_saved, theirs.chars_saved, "chars"),
+        _row(
+            "server seconds per useful suggestion",
+            ours.seconds_per_useful,
+            theirs.seconds_per_useful,
+            "s",
+        ),
+        _row("requests that reached the server", ours.requests, theirs.requests, "n"),
+    ]
+
+
+if __name__ == "__main__":
+    from tests.bench.__main__ import table
+
+    print(table(run(quick="--quick" in sys.argv[1:])))
