@@ -16,7 +16,7 @@ from typing import Any
 
 SUITES = (
     "keystroke", "languages", "cache", "server", "transport", "http1", "l2", "replay",
-    "llamacpp", "kvcache",
+    "llamacpp", "kvcache", "slow_model",
 )
 
 
