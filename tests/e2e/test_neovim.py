@@ -5,7 +5,8 @@ server; ``e2e_spec.lua`` types into a Python buffer against the real language
 server and reference service, waits for the ghost-text extmark, accepts it
 with <Tab>, proves with the stats that a second identical context is
 served from the cache, and shows ghost text in a Go buffer (attached by the
-default filetypes, parsed by the Go grammar).
+default filetypes, parsed by the Go grammar). ``lsp_log_spec.lua`` reads
+Neovim's LSP log: what went over the wire and what was logged at which level.
 """
 
 from __future__ import annotations
@@ -106,6 +107,32 @@ def test_neovim_ghost_text_is_accepted_and_a_second_identical_context_hits_the_c
     log = server_log.read_text(encoding="utf-8", errors="replace") if server_log.exists() else ""
     assert result.returncode == 0, f"{result.stderr}\n--- server log (tail) ---\n{log[-4000:]}"
     assert "11 tests, 0 failed" in result.stderr, result.stderr
+
+
+def test_neovim_never_cancels_an_answered_request(
+    tmp_path: Path,
+) -> None:
+    corpus = tmp_path / "corpus" / "headers.py"
+    corpus.parent.mkdir()
+    corpus.write_text(CORPUS, encoding="utf-8")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    beside = Path(sys.executable).with_name("scopecache")
+    # No --log-file: the server's log goes where the plugin has it go.
+    command = [str(beside) if beside.exists() else "scopecache", "serve"]
+    with ReferenceService(tls=True, corpus=[corpus.parent]) as service:
+        result = _run_spec(
+            "lsp_log_spec.lua",
+            tmp_path,
+            {
+                "SCOPECACHE_SERVER_CMD": json.dumps(command),
+                "SCOPECACHE_ENDPOINT": service.url,
+                "SCOPECACHE_CA_FILE": str(service.ca_file),
+                "SCOPECACHE_WORKDIR": str(workdir),
+            },
+        )
+    assert result.returncode == 0, result.stderr
+    assert "1 tests, 0 failed" in result.stderr, result.stderr
 
 
 def test_help_scopecache_works_with_the_plugin_directory_on_the_runtimepath(
