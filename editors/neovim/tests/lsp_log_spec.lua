@@ -3,7 +3,6 @@
 -- which passes, in the environment:
 --   SCOPECACHE_SERVER_CMD  JSON list: the server command (no --log-file)
 --   SCOPECACHE_ENDPOINT    the reference service's /v1 URL (TLS)
---   SCOPECACHE_CA_FILE     its CA certificate
 --   SCOPECACHE_WORKDIR     a scratch directory for the edited files
 local root = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h")
 vim.opt.runtimepath:prepend(root)
@@ -27,7 +26,8 @@ assert(require("scopecache").setup({
   cmd = vim.json.decode((assert(os.getenv("SCOPECACHE_SERVER_CMD"), "SCOPECACHE_SERVER_CMD"))),
   settings = {
     endpoint = assert(os.getenv("SCOPECACHE_ENDPOINT"), "SCOPECACHE_ENDPOINT"),
-    transport = { caFile = os.getenv("SCOPECACHE_CA_FILE") },
+    -- the server warns about this (and tells at INFO what service it found)
+    transport = { verifyTls = false },
     cache = { l2 = "none" },
     speculative = { enabled = false },
   },
@@ -53,6 +53,13 @@ local function wire_events()
   return events
 end
 
+--- Lines of lsp.log at `level` ("ERROR", "WARN", "INFO") that contain `text`.
+local function log_lines(level, text)
+  return vim.tbl_filter(function(line)
+    return vim.startswith(line, "[" .. level .. "]") and line:find(text, 1, true) ~= nil
+  end, editing.lsp_log())
+end
+
 t.test("a request that was answered is never cancelled", function()
   local buf = editing.open(workdir .. "/answered.py", BEFORE, "python")
   editing.type_at_end(#BEFORE, "line.part")
@@ -73,10 +80,22 @@ t.test("a request that was answered is never cancelled", function()
     end
   end
   t.truthy(#vim.tbl_keys(answered) >= 3, "three answers read from lsp.log: " .. vim.inspect(events))
-  local errors = vim.tbl_filter(function(line)
-    return line:find("Cannot find request with id", 1, true) ~= nil
+  t.eq({}, log_lines("ERROR", "Cannot find request with id"), "lsp.log errors")
+end)
+
+t.test("the server's INFO records are INFO in lsp.log, its warnings WARN, and nothing is an error", function()
+  local info = t.wait_for("the service identification at INFO", function()
+    return log_lines("INFO", "transport.http: completion service at ")[1]
+  end, 15000)
+  t.truthy(info:find("handlers.lua", 1, true), info) -- filed by Neovim's window/logMessage handler
+  t.wait_for("the TLS warning at WARN", function()
+    return log_lines("WARN", "TLS certificate verification is OFF")[1]
+  end, 15000)
+  t.eq({}, log_lines("ERROR", ""), "lsp.log errors")
+  local stderr = vim.tbl_filter(function(line)
+    return line:find('"stderr"', 1, true) ~= nil
   end, editing.lsp_log())
-  t.eq({}, errors, "lsp.log errors")
+  t.eq({}, stderr, "server stderr in lsp.log")
 end)
 
 t.after = function()

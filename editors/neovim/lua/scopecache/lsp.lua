@@ -63,6 +63,9 @@ local function client_config(opts, on_attach)
   return {
     name = M.name,
     cmd = opts.cmd,
+    -- the server sends its log as window/logMessage at each record's level;
+    -- Neovim would file anything on stderr as an error
+    cmd_env = { SCOPECACHE_LOG_TO_CLIENT = "1" },
     filetypes = opts.filetypes,
     root_markers = opts.root_markers,
     init_options = opts.settings,
