@@ -7,6 +7,8 @@ with <Tab>, proves with the stats that a second identical context is
 served from the cache, and shows ghost text in a Go buffer (attached by the
 default filetypes, parsed by the Go grammar). ``lsp_log_spec.lua`` reads
 Neovim's LSP log: what went over the wire and what was logged at which level.
+``install_spec.lua`` has no server on PATH and no ``cmd``: ``:ScopeCacheInstall``
+of the project's wheel (offline, from a cached wheelhouse), then ghost text.
 """
 
 from __future__ import annotations
@@ -216,7 +218,10 @@ def test_help_scopecache_works_with_the_plugin_directory_on_the_runtimepath(
     env = dict(os.environ)
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env[name] = str(tmp_path / name.lower())
-    topics = ["scopecache", ":ScopeCacheRestart", ":ScopeCacheToggle", "hl-ScopeCacheGhost"]
+    topics = [
+        "scopecache", ":ScopeCacheRestart", ":ScopeCacheToggle", "hl-ScopeCacheGhost",
+        ":ScopeCacheInstall", "scopecache-log",
+    ]  # fmt: skip
     shown = tmp_path / "shown.txt"
     script = tmp_path / "help.lua"
     script.write_text(
