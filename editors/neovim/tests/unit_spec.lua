@@ -104,7 +104,11 @@ t.test("an unknown option is reported at setup() with the nearest valid key", fu
   vim.notify = function(msg, level)
     table.insert(notices, { msg, level })
   end
-  local started = require("scopecache").setup({ acept_key = "<C-y>", filetypes = { "scopecache-none" } })
+  local started = require("scopecache").setup({
+    acept_key = "<C-y>",
+    cmd = { "scopecache-unit-none", "serve" },
+    filetypes = { "scopecache-none" },
+  })
   vim.notify = notify
   t.eq(true, started, "setup() still starts")
   t.eq({ { "scopecache: unknown option acept_key (did you mean accept_key?)", vim.log.levels.WARN } }, notices)
@@ -202,6 +206,92 @@ t.test("the accept key inserts the visible suggestion", function()
   end, 2000)
   t.eq(nil, ghost.current(buf))
   t.feed("<Esc>", "nt")
+end)
+
+local install = require("scopecache.install")
+
+t.test("the default install source is this checkout with the extra grammars", function()
+  local root = vim.fn.fnamemodify(root, ":h:h")
+  t.eq(root, install.checkout())
+  t.eq(root .. "[languages]", install.default_source())
+  t.eq(root .. "[languages]", install.resolve_source(nil))
+  t.eq(root .. "[languages]", install.resolve_source("  "))
+end)
+
+t.test("an install source that is a path is made absolute, extras kept; others pass unchanged", function()
+  local cwd = vim.fn.getcwd()
+  t.eq(cwd .. "/tests/harness.lua", install.resolve_source("tests/harness.lua"))
+  t.eq(cwd .. "/tests[x,y]", install.resolve_source("tests/[x,y]"))
+  t.eq("scopecache==0.1.0", install.resolve_source("scopecache==0.1.0"))
+  t.eq("./no-such.whl", install.resolve_source("./no-such.whl"))
+end)
+
+t.test("Python 3.11 and newer are recent enough", function()
+  t.truthy(install.recent_enough("3.11.0"))
+  t.truthy(install.recent_enough("3.13.1"))
+  t.truthy(install.recent_enough("4.0.0"))
+  t.truthy(not install.recent_enough("3.10.14"))
+  t.truthy(not install.recent_enough("2.7.18"))
+  t.truthy(not install.recent_enough(nil))
+end)
+
+t.test("the server command: setup()'s cmd, else PATH, else the installed server, else none", function()
+  local opts = config.merge({})
+  t.eq({ "my-server", "serve" }, install.command(config.merge({ cmd = { "my-server", "serve" } }), true))
+  local path = vim.env.PATH
+  vim.env.PATH = ""
+  t.eq(nil, install.command(opts, false)) -- nothing installed in this Neovim's data directory
+  vim.env.PATH = path
+  local bin = vim.fn.tempname()
+  vim.fn.mkdir(bin, "p")
+  vim.fn.writefile({ "#!/bin/sh" }, bin .. "/scopecache")
+  vim.fn.setfperm(bin .. "/scopecache", "rwxr-xr-x")
+  vim.env.PATH = bin .. ":" .. path
+  t.eq({ "scopecache", "serve" }, install.command(opts, false))
+  vim.env.PATH = path
+end)
+
+t.test("without a Python 3.11+ the install names what to install, and a build step raises it", function()
+  local path = vim.env.PATH
+  vim.env.PATH = vim.fn.tempname() -- no interpreter anywhere
+  local messages = {}
+  local co = coroutine.create(function()
+    return install.build("scopecache")
+  end)
+  local ok, result
+  repeat -- as lazy.nvim runs a build function: resumed until it ends, yields are progress
+    ok, result = coroutine.resume(co)
+    if coroutine.status(co) ~= "dead" then
+      if result then
+        table.insert(messages, result)
+      end
+      t.sleep(10)
+    end
+  until coroutine.status(co) == "dead"
+  vim.env.PATH = path
+  t.eq(false, ok, "the build step fails")
+  t.truthy(tostring(result):find("no Python 3.11 or newer (none on PATH)", 1, true), tostring(result))
+  t.truthy(tostring(result):find("sudo apt install python3.11", 1, true), tostring(result))
+  t.eq({ "installing the server from scopecache" }, messages)
+  t.eq(false, install.busy(), "nothing left running")
+end)
+
+t.test("setup() without cmd and with no server anywhere says once how to install one", function()
+  local path = vim.env.PATH
+  vim.env.PATH = ""
+  local notices = {}
+  local notify = vim.notify
+  vim.notify = function(msg, level)
+    table.insert(notices, { msg, level })
+  end
+  require("scopecache").setup({ filetypes = { "scopecache-none" } })
+  require("scopecache").setup({ filetypes = { "scopecache-none" } })
+  vim.notify = notify
+  vim.env.PATH = path
+  t.eq(1, #notices, vim.inspect(notices))
+  t.truthy(notices[1][1]:find(":ScopeCacheInstall", 1, true), notices[1][1])
+  t.eq(vim.log.levels.WARN, notices[1][2])
+  t.eq(2, vim.fn.exists(":ScopeCacheInstall"), "setup() defines the commands")
 end)
 
 t.run()

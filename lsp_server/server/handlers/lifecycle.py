@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -18,6 +19,7 @@ def register(server: ScopecacheServer) -> None:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: ScopecacheServer, params: types.InitializeParams) -> None:
+        ls.loop = asyncio.get_running_loop()
         # pygls has already chosen the position encoding from the client's list.
         encoding = ls.workspace.position_encoding
         if encoding is not None:

@@ -4,8 +4,12 @@
 local M = {}
 
 M.defaults = {
-  -- the language server command (stdio)
+  -- the language server command (stdio); when not given and not on PATH, the
+  -- server :ScopeCacheInstall installed is started with these arguments
   cmd = { "scopecache", "serve" },
+  -- the Python 3.11+ :ScopeCacheInstall makes the server's environment with
+  -- (false: the first of python3, python, python3.14 ... python3.11 on PATH)
+  python = false,
   -- server settings, camelCase, sent as init_options and workspace settings
   settings = {},
   -- every filetype the server has a grammar for (generated from the server's registry)
@@ -66,6 +70,9 @@ function M.check(opts)
     if not optional_key(opts[name]) then
       table.insert(problems, name .. " must be a key string or false")
     end
+  end
+  if not (opts.python == false or (type(opts.python) == "string" and opts.python ~= "")) then
+    table.insert(problems, "python must be the path or name of a Python 3.11+, or false")
   end
   if type(opts.debounce_ms) ~= "number" or opts.debounce_ms < 0 then
     table.insert(problems, "debounce_ms must be a number >= 0")

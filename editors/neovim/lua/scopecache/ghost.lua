@@ -124,11 +124,20 @@ function M.render(bufnr, s, hl_group)
   })
 end
 
+--- Cancels the buffer's request if the server has not answered it yet.
 local function cancel_pending(st)
-  if st.pending and st.client then
-    pcall(lsp.cancel, st.client, st.pending)
-  end
+  local id, client = st.pending, st.client
   st.pending = nil
+  if not id or not client then
+    return
+  end
+  -- An answered request has left client.requests (its handler may still be
+  -- queued): cancelling it would send a useless $/cancelRequest and make
+  -- Neovim log "Cannot find request with id N" as an error.
+  local request = client.requests and client.requests[id]
+  if request and request.type == "pending" then
+    pcall(lsp.cancel, client, id)
+  end
 end
 
 --- Removes the ghost text of a buffer.
@@ -179,7 +188,10 @@ function M.request(bufnr, opts)
   local params = vim.lsp.util.make_position_params(vim.fn.bufwinid(bufnr), encoding)
   params.context = { triggerKind = TRIGGER_AUTOMATIC }
   st.client = client
-  local ok, id = lsp.request(client, "textDocument/inlineCompletion", params, function(err, result)
+  -- Declared first: the handler must see this request's id, and a local
+  -- exists only after the statement that declares it.
+  local ok, id
+  ok, id = lsp.request(client, "textDocument/inlineCompletion", params, function(err, result)
     if st.pending == id then
       st.pending = nil
     end

@@ -1,7 +1,9 @@
--- :checkhealth scopecache: Neovim version, plugin options, server command,
--- and the server's own verdict (scopecache/health): every settings problem it
--- found, the TLS/CA file state, and one real completion request through its
--- transport, with the fix it names when that fails.
+-- :checkhealth scopecache: Neovim version, plugin options, which server starts
+-- (setup()'s cmd, scopecache on PATH, or the one :ScopeCacheInstall installed,
+-- with its version), the Python an install would use, and the server's own
+-- verdict (scopecache/health): every settings problem it found, the TLS/CA
+-- file state, and one real completion request through its transport, with
+-- the fix it names when that fails.
 local config = require("scopecache.config")
 
 local M = {}
@@ -75,6 +77,79 @@ function M.report(verdict)
   end
 end
 
+--- Which server starts: setup()'s cmd, scopecache on PATH, or the installed
+--- one (with its version). Returns whether there is one.
+function M.report_server(opts, cmd_given)
+  local install = require("scopecache.install")
+  local exe = opts.cmd[1]
+  if cmd_given then
+    if vim.fn.executable(exe) == 1 then
+      ok(("server command found: %s"):format(vim.fn.exepath(exe)))
+      return true
+    end
+    error(("server command not found: %s"):format(exe), {
+      "correct cmd in setup(), or leave it out to use scopecache from PATH or the one :ScopeCacheInstall installs",
+    })
+    return false
+  end
+  local on_path = vim.fn.executable(exe) == 1
+  if on_path then
+    ok(("server command found: %s (on PATH)"):format(vim.fn.exepath(exe)))
+  end
+  if not install.installed() then
+    if not on_path then
+      error("server not installed: no scopecache on PATH and none installed by :ScopeCacheInstall", {
+        (":ScopeCacheInstall installs it into %s (it needs Python %d.%d+)"):format(
+          install.venv(),
+          install.MIN_PYTHON[1],
+          install.MIN_PYTHON[2]
+        ),
+        "or pip install scopecache where PATH finds it, or set cmd in setup()",
+      })
+    end
+    return on_path
+  end
+  local version, why = install.installed_version()
+  if not version then
+    local report = on_path and warn or error
+    report(("the server :ScopeCacheInstall installed does not run: %s"):format(why), {
+      ":ScopeCacheInstall! installs it again in a fresh environment",
+    })
+    return on_path
+  end
+  local where = ("scopecache %s in %s"):format(version, install.venv())
+  if on_path then
+    info(("also installed by :ScopeCacheInstall (not used while scopecache is on PATH): %s"):format(where))
+  else
+    ok(("server installed by :ScopeCacheInstall: %s"):format(where))
+  end
+  return true
+end
+
+--- The Python :ScopeCacheInstall would use (an error when none is found and no server is there).
+function M.report_python(has_server)
+  local install = require("scopecache.install")
+  local python, found = install.find_python_now()
+  if python then
+    ok(("Python %s for :ScopeCacheInstall: %s"):format(found, python))
+  else
+    local report = has_server and warn or error
+    report(install.no_python_message(found))
+  end
+end
+
+--- The endpoint in the settings, when the server cannot be asked.
+function M.report_endpoint(settings)
+  local endpoint = type(settings) == "table" and settings.endpoint or nil
+  if type(endpoint) == "string" and endpoint ~= "" then
+    info(("endpoint: %s (checked once the server runs)"):format(endpoint))
+  else
+    warn("no endpoint in the settings: completions stay off (unless a --config file in cmd sets one)", {
+      'setup({ settings = { endpoint = "https://host:8443/v1" } })',
+    })
+  end
+end
+
 function M.check()
   local opts = config.options
   start("scopecache")
@@ -110,12 +185,8 @@ function M.check()
     warn("suggestions off", { ":ScopeCacheEnable (or :ScopeCacheToggle) turns them on" })
   end
 
-  local exe = opts.cmd[1]
-  if vim.fn.executable(exe) == 1 then
-    ok(("server command found: %s"):format(vim.fn.exepath(exe)))
-  else
-    error(("server command not found: %s"):format(exe), { "pip install scopecache, or set cmd in setup()" })
-  end
+  local has_server = M.report_server(opts, config.state.given ~= nil and config.state.given.cmd ~= nil)
+  M.report_python(has_server)
 
   local client = require("scopecache.lsp").client()
   if not client then
@@ -123,6 +194,7 @@ function M.check()
       "server not running: settings and completions not checked",
       { ("open a %s buffer, then run :checkhealth scopecache again"):format(table.concat(opts.filetypes, "/")) }
     )
+    M.report_endpoint(opts.settings)
     return
   end
   local server_info = client.server_info or (client.initialize_result or {}).serverInfo or {}

@@ -38,6 +38,41 @@ local function on_attach(opts)
   end
 end
 
+--- Whether setup() was given its own server command.
+local function cmd_given()
+  return config.state.given ~= nil and config.state.given.cmd ~= nil
+end
+
+--- The command the server starts with: setup()'s cmd when given, else
+--- `scopecache serve` from PATH, else the server :ScopeCacheInstall installed;
+--- nil when there is none.
+---@return string[]|nil
+function M.server_cmd()
+  return require("scopecache.install").command(config.options, cmd_given())
+end
+
+local told_missing = false
+
+--- Starts the server with the command server_cmd() finds; says once when there is none.
+local function start_server()
+  local cmd = M.server_cmd()
+  if not cmd then
+    if not told_missing then
+      told_missing = true
+      vim.notify(
+        "scopecache: no server to start: run :ScopeCacheInstall (it needs Python 3.11+), "
+          .. "or put scopecache on PATH (pip install scopecache), or set cmd in setup()",
+        vim.log.levels.WARN
+      )
+    end
+    return false
+  end
+  told_missing = false
+  local opts = vim.tbl_extend("force", config.options, { cmd = cmd })
+  require("scopecache.lsp").start(opts, on_attach(opts))
+  return true
+end
+
 --- Configures and starts scopecache. See :help scopecache-setup.
 ---@param opts table|nil
 function M.setup(opts)
@@ -62,8 +97,9 @@ function M.setup(opts)
   end
   config.options = merged
   config.state.setup = true
+  require("scopecache.commands").define()
   require("scopecache.highlight").setup()
-  require("scopecache.lsp").start(merged, on_attach(merged))
+  start_server()
   return true
 end
 
@@ -74,9 +110,64 @@ function M.restart()
     return false
   end
   require("scopecache.ghost").clear_all()
-  require("scopecache.lsp").restart(function()
-    vim.notify("scopecache: server restarted")
+  -- the command is looked up again: the server may have been installed meanwhile
+  require("scopecache.lsp").stop(function()
+    if start_server() then
+      vim.notify("scopecache: server restarted")
+    end
   end)
+  return true
+end
+
+--- After an install: starts the installed server, or restarts the running one
+--- so that the new version answers (nothing to do before setup(), or when
+--- setup() was given its own cmd).
+function M.on_installed()
+  if not config.state.setup or cmd_given() then
+    return
+  end
+  if #require("scopecache.lsp").clients() > 0 then
+    M.restart()
+  else
+    start_server()
+  end
+end
+
+--- Installs the server into stdpath("data")/scopecache (:ScopeCacheInstall),
+--- with progress messages, then starts it. See :help :ScopeCacheInstall.
+---@param opts scopecache.InstallOptions|nil source, python, fresh
+function M.install(opts)
+  local install = require("scopecache.install")
+  opts = vim.tbl_extend("force", {}, opts or {})
+  opts.on_progress = opts.on_progress
+    or function(message, pip_line)
+      if pip_line then
+        -- pip's own lines pass by in the command line, not in :messages
+        vim.api.nvim_echo({ { "scopecache: pip: " .. message } }, false, {})
+      else
+        vim.notify("scopecache: " .. message, vim.log.levels.INFO)
+      end
+    end
+  local on_done = opts.on_done
+  opts.on_done = function(ok, message)
+    if on_done then
+      on_done(ok, message)
+    end
+    if not ok then
+      vim.notify("scopecache: install failed: " .. message, vim.log.levels.ERROR)
+      return
+    end
+    local cmd = config.state.setup and M.server_cmd() or nil
+    if cmd and cmd[1] ~= install.server_exe() and not cmd_given() then
+      message = message .. ("; but %s on PATH comes first (set cmd to use the installed one)"):format(cmd[1])
+    end
+    vim.notify("scopecache: " .. message, vim.log.levels.INFO)
+    M.on_installed()
+  end
+  if not install.install(opts) then
+    vim.notify("scopecache: an install is already running", vim.log.levels.WARN)
+    return false
+  end
   return true
 end
 

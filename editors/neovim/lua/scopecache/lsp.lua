@@ -63,6 +63,9 @@ local function client_config(opts, on_attach)
   return {
     name = M.name,
     cmd = opts.cmd,
+    -- the server sends its log as window/logMessage at each record's level;
+    -- Neovim would file anything on stderr as an error
+    cmd_env = { SCOPECACHE_LOG_TO_CLIENT = "1" },
     filetypes = opts.filetypes,
     root_markers = opts.root_markers,
     init_options = opts.settings,
@@ -135,26 +138,8 @@ function M.stop(done, timeout_ms)
   end))
 end
 
---- What the last start() was given, for restart().
-local started
-
---- Stops the server and starts it again with the same options (:ScopeCacheRestart).
-function M.restart(done)
-  if not started then
-    return false
-  end
-  M.stop(function()
-    M.start(started.opts, started.on_attach)
-    if done then
-      done()
-    end
-  end)
-  return true
-end
-
 --- Starts (or enables) the server for opts.filetypes; on_attach(client, bufnr) per buffer.
 function M.start(opts, on_attach)
-  started = { opts = opts, on_attach = on_attach }
   local config = client_config(opts, on_attach)
   if has_011 then
     vim.lsp.config(M.name, config)
