@@ -181,8 +181,6 @@ class InflightRegistry:
                         # The prompt is paid for; nothing generated after this serves anyone.
                         self._count_cancel(stream, "moved")
                         raise asyncio.CancelledError
-                    if not stream.waiters:
-                        self._start_grace(stream)
                 if is_cut(chunk):
                     stream.truncated = True
                 stream.text += chunk

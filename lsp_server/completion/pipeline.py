@@ -149,7 +149,9 @@ class CompletionPipeline:
         self.prompt_context = prompt_context
         self.completion = completion
         self.upstream = UpstreamStreams(self, notifier=notifier, completion=completion)
-        self.turns = DocumentTurns(inflight)
+        self.turns = DocumentTurns(
+            inflight, needed=lambda: inflight.cost().queues_requests or throttle.slow
+        )
         #: documents whose speculative prefetch is looking in L2 right now
         self._prefetching: set[str] = set()
         self._prefetch_tasks: set[asyncio.Task[None]] = set()

@@ -9,13 +9,16 @@ newer state wins, there is no queue). The stream that ends may well answer
 the newest state by typed-through, which the pipeline looks for before it
 asks again.
 
-On a fast service a document rarely has a stream at the service when the
-next miss arrives, and nothing waits; hits never come here.
+Turns are kept where they help: on a server that queues requests beyond the
+one it runs (llama.cpp, Ollama: ``transport.cost``) and on any service that
+answers slower than the user types. A fast remote service runs requests side
+by side, and there nothing waits; hits never come here.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from lsp_server.completion.inflight import InflightRegistry
 
@@ -23,8 +26,12 @@ from lsp_server.completion.inflight import InflightRegistry
 class DocumentTurns:
     """Latest-wins turns at the service, per document."""
 
-    def __init__(self, inflight: InflightRegistry) -> None:
+    def __init__(
+        self, inflight: InflightRegistry, *, needed: Callable[[], bool] = lambda: True
+    ) -> None:
         self._inflight = inflight
+        #: whether turns are kept now (the service queues requests, or is slow)
+        self._needed = needed
         self._latest: dict[str, object] = {}
         #: misses that gave up their turn to a newer state of their document
         self.superseded = 0
@@ -38,9 +45,11 @@ class DocumentTurns:
 
         Cancellable: the editor cancelling the request ends the wait.
         """
+        self.asked += 1
+        if not self._needed():
+            return True
         ticket = object()
         self._latest[uri] = ticket
-        self.asked += 1
         try:
             waited = False
             while (stream := self._inflight.busy(uri)) is not None:
