@@ -185,7 +185,13 @@ def shared_storage(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class StartCodeServer(Protocol):
-    def __call__(self, settings: dict[str, Any], *, fresh_storage: bool = False) -> Workbench: ...
+    def __call__(
+        self,
+        settings: dict[str, Any],
+        *,
+        fresh_storage: bool = False,
+        path: list[Path] | None = None,
+    ) -> Workbench: ...
 
 
 @pytest.fixture(scope="module")
@@ -362,14 +368,19 @@ def code_server_for(
 
     The workspace holds ``headers.py`` (``START``), ``headers.go``
     (``GO_START``) and ``headers.ts`` (``TS_START``). Without
-    ``fresh_storage`` the extension's global storage is the module's shared one.
+    ``fresh_storage`` the extension's global storage is the module's shared
+    one; ``path`` replaces the module's PATH.
     """
     started: list[tuple[CodeServer, Workbench]] = []
 
-    def start(settings: dict[str, Any], *, fresh_storage: bool = False) -> Workbench:
+    def start(
+        settings: dict[str, Any], *, fresh_storage: bool = False, path: list[Path] | None = None
+    ) -> Workbench:
         binary = code_server_binary()
         assert binary is not None
-        vscode = CodeServer(binary, tmp_path / "vscode", settings=settings, path=user_path)
+        vscode = CodeServer(
+            binary, tmp_path / "vscode", settings=settings, path=path or user_path
+        )
         (vscode.workspace / "headers.py").write_text(START)
         (vscode.workspace / "headers.go").write_text(GO_START)
         (vscode.workspace / "headers.ts").write_text(TS_START)
@@ -488,6 +499,34 @@ def test_the_platform_package_installs_its_own_server_and_python_and_typescript_
     bench.screenshot("typescript")
     assert starts(bench) == 1
     assert not errors(bench.vscode.output_channel_log())
+
+
+def test_without_a_suitable_python_one_message_names_what_to_install(
+    code_server_for: StartCodeServer, service: ReferenceService, tmp_path: Path
+) -> None:
+    # the only python3 on this PATH is too old (a stand-in that answers the probe as 3.10 would)
+    old = tmp_path / "old-python"
+    old.mkdir()
+    fake = old / "python3"
+    answer = json.dumps({"executable": "/usr/bin/python3", "version": "3.10.12"})
+    fake.write_text(f"#!/bin/sh\necho '{answer}'\n")
+    fake.chmod(0o755)
+    bench = code_server_for(user_settings(service), fresh_storage=True, path=[old])
+    bench.open_file("headers.py")
+    message = wait_until(
+        lambda: [t for t in bench.notifications() if "needs Python" in t], "the Python message"
+    )
+    bench.screenshot("no-python")
+    assert "Python 3.11 to 3.14" in message[0], message
+    assert "python3 on PATH: Python 3.10.12" in message[0], message
+    assert "Install Python 3.14" in message[0], message
+    wait_until(lambda: "circle-slash" in bench.status(), "the status item to say not running")
+    # no retry loop: still one message, no server, nothing installed
+    bench.save()
+    assert len([t for t in bench.notification_center() if "needs Python" in t]) == 1
+    assert bench.vscode.language_servers() == []
+    assert starts(bench) == 0
+    assert not (bench.vscode.user_data / "User" / "globalStorage" / STORAGE_NAME / "venv").exists()
 
 
 def test_ghost_text_appears_tab_accepts_it_and_the_status_item_shows_the_hit_share(

@@ -144,16 +144,19 @@ def main(argv: list[str] | None = None) -> int:
     targets = sorted(TARGETS) if args.all else (args.target or [host_target()])
 
     _run(["npm", "run", "--silent", "compile"], cwd=HERE)
-    with tempfile.TemporaryDirectory(prefix="scopecache-wheel-") as tmp:
-        wheel = args.wheel or build_wheel(Path(tmp))
-        for target in targets:
-            started = time.monotonic()
-            bundle(target, wheel)
-            vsix = package(target)
-            size = vsix.stat().st_size / 2**20
-            print(f"{vsix.name}: {size:.1f} MiB in {time.monotonic() - started:.0f} s", flush=True)
-    # a later `vsce package` without a target must not pick up one platform's wheels
-    shutil.rmtree(SERVER_DIR, ignore_errors=True)
+    try:
+        with tempfile.TemporaryDirectory(prefix="scopecache-wheel-") as tmp:
+            wheel = args.wheel or build_wheel(Path(tmp))
+            for target in targets:
+                started = time.monotonic()
+                bundle(target, wheel)
+                vsix = package(target)
+                size = vsix.stat().st_size / 2**20
+                took = time.monotonic() - started
+                print(f"{vsix.name}: {size:.1f} MiB in {took:.0f} s", flush=True)
+    finally:
+        # a later `vsce package` without a target must not pick up one platform's wheels
+        shutil.rmtree(SERVER_DIR, ignore_errors=True)
     return 0
 
 
