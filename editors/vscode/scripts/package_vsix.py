@@ -89,7 +89,7 @@ def _run(args: Sequence[str | Path], cwd: Path | None = None) -> None:
 
 def build_wheel(out: Path) -> Path:
     """The scopecache wheel of this checkout."""
-    _run([sys.executable, "-m", "build", "--wheel", "--outdir", out, REPO])
+    _run([sys.executable, "-m", "build", "--quiet", "--wheel", "--outdir", out, REPO])
     (wheel,) = out.glob("scopecache-*-py3-none-any.whl")
     return wheel
 
