@@ -8,7 +8,7 @@ STAMP := $(VENV)/.stamp-install
 NPM ?= npm
 VSCODE := editors/vscode
 
-.PHONY: setup demo test lint typecheck unit vscode vsix code-server slo bench bench-quick soak clean
+.PHONY: setup demo test lint typecheck unit vscode vsix vsix-all code-server slo bench bench-quick soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,8 +37,15 @@ vscode: setup
 	cd $(VSCODE) && $(NPM) ci --no-audit --no-fund
 	cd $(VSCODE) && $(NPM) run compile && $(NPM) run lint && $(NPM) run test:unit
 
+# The platform packages: the extension with the server and every dependency
+# as wheels for one platform inside, installed offline on first start
+# (scripts/package_vsix.py). `make vsix` packages this machine's target
+# (linux-x64 in CI), `make vsix-all` every target the wheels exist for.
 vsix: vscode
-	cd $(VSCODE) && $(NPM) run package
+	$(BIN)/python $(VSCODE)/scripts/package_vsix.py
+
+vsix-all: vscode
+	$(BIN)/python $(VSCODE)/scripts/package_vsix.py --all
 
 # code-server and the Node 24 it needs, for the real-VS-Code end-to-end test;
 # installed once under $${SCOPECACHE_TOOLS_DIR:-~/.cache/scopecache/tools}.

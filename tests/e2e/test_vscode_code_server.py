@@ -1,14 +1,19 @@
 """The extension in a real VS Code: code-server driven by headless Chromium.
 
-The freshly packaged ``.vsix`` is installed into a code-server with its own
-user data, extensions, XDG and home directories; the language server is the
-real ``scopecache serve`` of this checkout (found on PATH, as a user's would
-be) and the completion service is the reference service over TLS. The user
-settings are the defaults plus ``scopecache.endpoint`` and
-``scopecache.transport.caFile`` (and a few editor settings that keep the
-workbench quiet). Each test gets a fresh code-server: it keeps a closed
-window's extension host alive, and ignores settings edited on disk while a
-window is connected.
+The linux-x64 platform ``.vsix``, packaged from this checkout with the
+server's wheels inside, is the only thing installed into a code-server with
+its own user data, extensions, XDG and home directories. Its PATH (and the
+extension host's) holds a Python 3.11+ and the system directories, and no
+``scopecache``; no server command is set. So the language server is the one
+the extension installs from its bundle into its global storage on first
+start, as on a user's machine. The completion service is the reference
+service over TLS. The user settings are the defaults plus
+``scopecache.endpoint`` and ``scopecache.transport.caFile`` (and a few
+editor settings that keep the workbench quiet). Each test gets a fresh
+code-server: it keeps a closed window's extension host alive, and ignores
+settings edited on disk while a window is connected. The first-start test
+gets a fresh global storage too; the others share one, so the bundle is
+installed once for them.
 
 Needs code-server (``make code-server``), the Debian packages ``chromium`` and
 ``chromium-driver``, ``selenium`` and the extension's Node packages. Outside
@@ -28,11 +33,12 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 import pytest
 
+from lsp_server.server.language_server import __version__
 from tests.support.code_server import CodeServer, code_server_binary, free_port
 from tests.support.reference import ReferenceService
 
@@ -44,6 +50,9 @@ ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
 CHROMEDRIVER = Path(shutil.which("chromedriver") or "/usr/bin/chromedriver")
 SCOPECACHE_BIN = Path(sys.executable).parent
+VSIX_TARGET = "linux-x64"
+#: the global storage folder code-server gives the extension
+STORAGE_NAME = "scopecache.scopecache"
 CHROME_FLAGS = (
     "--headless=new",
     "--no-sandbox",
@@ -91,6 +100,16 @@ func parseHeader(line string) (string, string) {
 GO_START = 'package headers\n\nimport "strings"\n\n'
 GO_TYPED = "func parseHea"
 
+#: a third: TypeScript (languageId ``typescript``)
+TS_CORPUS = """\
+export function parseHeader(line: string): [string, string] {
+  const [key, ...rest] = line.split(":");
+  return [key.trim().toLowerCase(), rest.join(":").trim()];
+}
+"""
+TS_START = "// HTTP headers\n\n"
+TS_TYPED = "export function parseHea"
+
 T = TypeVar("T")
 
 
@@ -108,6 +127,8 @@ def _missing() -> list[str]:
         missing.append("the extension's Node packages (npm ci in editors/vscode)")
     if not (SCOPECACHE_BIN / "scopecache").exists():
         missing.append("the scopecache console script beside this Python")
+    if sys.platform != "linux" or os.uname().machine != "x86_64":
+        missing.append(f"a {VSIX_TARGET} machine (the package under test)")
     return missing
 
 
@@ -130,18 +151,47 @@ def wait_until(condition: Callable[[], T | None], what: str, timeout: float = WA
 
 @pytest.fixture(scope="module")
 def vsix() -> Path:
-    """The extension packaged from this checkout."""
+    """The linux-x64 package of this checkout: the extension and the server's wheels."""
     assert not MISSING, "CI needs " + ", ".join(MISSING)
     result = subprocess.run(
-        ["npm", "run", "--silent", "package"],
+        [sys.executable, "scripts/package_vsix.py", "--target", VSIX_TARGET],
         cwd=EXTENSION,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    return EXTENSION / "scopecache.vsix"
+    return EXTENSION / f"scopecache-{VSIX_TARGET}.vsix"
+
+
+@pytest.fixture(scope="module")
+def user_path(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """A PATH with a Python 3.11+ (as ``python3``) and the system folders, but no scopecache."""
+    python_dir = tmp_path_factory.mktemp("python-bin")
+    # the interpreter this virtualenv was made from, not the virtualenv's own
+    base = getattr(sys, "_base_executable", sys.executable)
+    (python_dir / "python3").symlink_to(Path(base).resolve())
+    path = [python_dir, Path("/usr/bin"), Path("/bin")]
+    joined = os.pathsep.join(map(str, path))
+    assert shutil.which("scopecache", path=joined) is None, f"scopecache is on {joined}"
+    return path
+
+
+@pytest.fixture(scope="module")
+def shared_storage(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One global storage for the extension across tests: its environment is made once."""
+    return tmp_path_factory.mktemp("global-storage")
+
+
+class StartCodeServer(Protocol):
+    def __call__(
+        self,
+        settings: dict[str, Any],
+        *,
+        fresh_storage: bool = False,
+        path: list[Path] | None = None,
+    ) -> Workbench: ...
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +199,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceServi
     corpus = tmp_path_factory.mktemp("corpus")
     (corpus / "headers.py").write_text(CORPUS)
     (corpus / "headers.go").write_text(GO_CORPUS)
+    (corpus / "headers.ts").write_text(TS_CORPUS)
     with ReferenceService(corpus=[corpus]) as svc:
         yield svc
 
@@ -307,23 +358,36 @@ class Workbench:
 
 @pytest.fixture
 def code_server_for(
-    tmp_path: Path, vsix: Path, request: pytest.FixtureRequest
-) -> Iterator[Callable[[dict[str, Any]], Workbench]]:
+    tmp_path: Path,
+    vsix: Path,
+    user_path: list[Path],
+    shared_storage: Path,
+    request: pytest.FixtureRequest,
+) -> Iterator[StartCodeServer]:
     """Starts a fresh code-server with the given user settings and opens it.
 
-    The workspace holds ``headers.py`` (``START``) and ``headers.go``
-    (``GO_START``).
+    The workspace holds ``headers.py`` (``START``), ``headers.go``
+    (``GO_START``) and ``headers.ts`` (``TS_START``). Without
+    ``fresh_storage`` the extension's global storage is the module's shared
+    one; ``path`` replaces the module's PATH.
     """
     started: list[tuple[CodeServer, Workbench]] = []
 
-    def start(settings: dict[str, Any]) -> Workbench:
+    def start(
+        settings: dict[str, Any], *, fresh_storage: bool = False, path: list[Path] | None = None
+    ) -> Workbench:
         binary = code_server_binary()
         assert binary is not None
         vscode = CodeServer(
-            binary, tmp_path / "vscode", settings=settings, path_prefix=[SCOPECACHE_BIN]
+            binary, tmp_path / "vscode", settings=settings, path=path or user_path
         )
         (vscode.workspace / "headers.py").write_text(START)
         (vscode.workspace / "headers.go").write_text(GO_START)
+        (vscode.workspace / "headers.ts").write_text(TS_START)
+        if not fresh_storage:
+            storage = vscode.user_data / "User" / "globalStorage"
+            storage.mkdir(parents=True, exist_ok=True)
+            (storage / STORAGE_NAME).symlink_to(shared_storage, target_is_directory=True)
         vscode.install_extension(vsix)
         vscode.start()
         try:
@@ -379,12 +443,94 @@ def errors(log: str) -> list[str]:
 
 
 def starts(bench: Workbench) -> int:
-    """How many times the extension started a server (from its output channel)."""
-    return bench.vscode.output_channel_log().count("] starting scopecache serve")
+    """How many times the extension started a scopecache server (from its output channel)."""
+    return len(re.findall(r"\] starting \S*scopecache serve", bench.vscode.output_channel_log()))
+
+
+def test_the_platform_package_installs_its_own_server_and_python_and_typescript_get_ghost_text(
+    code_server_for: StartCodeServer, service: ReferenceService
+) -> None:
+    bench = code_server_for(user_settings(service), fresh_storage=True)
+    storage = bench.vscode.user_data / "User" / "globalStorage" / STORAGE_NAME
+    assert not storage.exists()
+    bench.open_file("headers.py")
+    # the first start installs the bundled server behind a progress notification
+    toasts: set[str] = set()
+
+    def running() -> bool:
+        toasts.update(bench.notifications())
+        return "zap" in bench.status()
+
+    wait_until(running, "the bundled server to be installed and to run", timeout=4 * WAIT)
+    bench.screenshot("installed")
+    assert any("setting up the language server" in t for t in toasts), toasts
+    # nothing but the extension's own environment could have provided it
+    host_path = bench.vscode.extension_host_path()
+    assert host_path is not None
+    assert shutil.which("scopecache", path=host_path) is None, host_path
+    assert shutil.which("python3", path=host_path) is not None, host_path
+    venv = storage / "venv"
+    (server,) = bench.vscode.language_servers()
+    argv = Path(f"/proc/{server}/cmdline").read_bytes().split(b"\0")
+    assert Path(argv[1].decode()) == venv / "bin" / "scopecache", argv
+    record = json.loads((storage / "venv.json").read_text())
+    assert record["target"] == VSIX_TARGET
+    assert record["extensionVersion"] == record["scopecache"] == __version__
+    log = bench.vscode.output_channel_log()
+    installed = re.search(r"scopecache \S+ installed in ([0-9.]+) s", log)
+    assert installed, log
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "vscode-first-start.txt").write_text(f"install: {installed.group(1)} s\n")
+
+    bench.go_to_end()
+    bench.type(TYPED)
+    wait_until(lambda: bench.ghost_text() == "der(line):", "ghost text in the Python file")
+    bench.screenshot("python")
+
+    bench.open_file("headers.ts")
+    bench.go_to_end()
+    bench.type(TS_TYPED)
+    expected = service_answer(service, TS_START + TS_TYPED)
+    assert expected.startswith("der(line: string)"), expected
+    try:
+        wait_until(lambda: bench.ghost_text() == expected, f"ghost text {expected!r}")
+    except AssertionError:
+        raise AssertionError(bench.ghost_dom()) from None
+    bench.screenshot("typescript")
+    assert starts(bench) == 1
+    assert not errors(bench.vscode.output_channel_log())
+
+
+def test_without_a_suitable_python_one_message_names_what_to_install(
+    code_server_for: StartCodeServer, service: ReferenceService, tmp_path: Path
+) -> None:
+    # the only python3 on this PATH is too old (a stand-in that answers the probe as 3.10 would)
+    old = tmp_path / "old-python"
+    old.mkdir()
+    fake = old / "python3"
+    answer = json.dumps({"executable": "/usr/bin/python3", "version": "3.10.12"})
+    fake.write_text(f"#!/bin/sh\necho '{answer}'\n")
+    fake.chmod(0o755)
+    bench = code_server_for(user_settings(service), fresh_storage=True, path=[old])
+    bench.open_file("headers.py")
+    message = wait_until(
+        lambda: [t for t in bench.notifications() if "needs Python" in t], "the Python message"
+    )
+    bench.screenshot("no-python")
+    assert "Python 3.11 to 3.14" in message[0], message
+    assert "python3 on PATH: Python 3.10.12" in message[0], message
+    assert "Install Python 3.14" in message[0], message
+    wait_until(lambda: "circle-slash" in bench.status(), "the status item to say not running")
+    # no retry loop: still one message, no server, nothing installed
+    bench.save()
+    assert len([t for t in bench.notification_center() if "needs Python" in t]) == 1
+    assert bench.vscode.language_servers() == []
+    assert starts(bench) == 0
+    assert not (bench.vscode.user_data / "User" / "globalStorage" / STORAGE_NAME / "venv").exists()
 
 
 def test_ghost_text_appears_tab_accepts_it_and_the_status_item_shows_the_hit_share(
-    code_server_for: Callable[[dict[str, Any]], Workbench], service: ReferenceService
+    code_server_for: StartCodeServer, service: ReferenceService
 ) -> None:
     from selenium.webdriver.common.keys import Keys
 
@@ -442,7 +588,7 @@ def test_ghost_text_appears_tab_accepts_it_and_the_status_item_shows_the_hit_sha
 
 
 def test_a_go_file_gets_ghost_text_that_tab_accepts_and_the_stats_count_it_as_parsed(
-    code_server_for: Callable[[dict[str, Any]], Workbench], service: ReferenceService
+    code_server_for: StartCodeServer, service: ReferenceService
 ) -> None:
     from selenium.webdriver.common.keys import Keys
 
@@ -481,7 +627,7 @@ def test_a_go_file_gets_ghost_text_that_tab_accepts_and_the_stats_count_it_as_pa
 
 
 def test_the_three_commands_work_and_a_settings_change_reaches_the_server(
-    code_server_for: Callable[[dict[str, Any]], Workbench], service: ReferenceService
+    code_server_for: StartCodeServer, service: ReferenceService
 ) -> None:
     bench = code_server_for(user_settings(service, **{"scopecache.server.statusPollSeconds": 1}))
     bench.open_file("headers.py")
@@ -525,7 +671,7 @@ def test_the_three_commands_work_and_a_settings_change_reaches_the_server(
 
 
 def test_a_killed_server_is_restarted_once_per_crash_with_backoff(
-    code_server_for: Callable[[dict[str, Any]], Workbench], service: ReferenceService
+    code_server_for: StartCodeServer, service: ReferenceService
 ) -> None:
     metrics_port = free_port()
     bench = code_server_for(user_settings(service, **{"scopecache.metricsPort": metrics_port}))
@@ -571,7 +717,7 @@ def test_a_killed_server_is_restarted_once_per_crash_with_backoff(
 
 
 def test_a_bad_endpoint_produces_one_clear_message(
-    code_server_for: Callable[[dict[str, Any]], Workbench],
+    code_server_for: StartCodeServer,
 ) -> None:
     from selenium.webdriver.common.keys import Keys
 
@@ -607,7 +753,7 @@ def test_a_bad_endpoint_produces_one_clear_message(
 
 
 def test_a_fixed_server_command_replaces_the_pending_restart_of_the_broken_one(
-    code_server_for: Callable[[dict[str, Any]], Workbench], service: ReferenceService
+    code_server_for: StartCodeServer, service: ReferenceService
 ) -> None:
     # a command that exits at once: the extension retries it with growing delays
     bench = code_server_for(user_settings(service, **{"scopecache.server.command": ["false"]}))

@@ -104,7 +104,7 @@ class CodeServer:
         root: Path,
         *,
         settings: Mapping[str, Any] | None = None,
-        path_prefix: Sequence[str | os.PathLike[str]] = (),
+        path: Sequence[str | os.PathLike[str]] | None = None,
     ) -> None:
         self.binary = binary
         self.root = root
@@ -112,15 +112,17 @@ class CodeServer:
         self.extensions = root / "extensions"
         self.workspace = root / "workspace"
         self.settings = {**QUIET_SETTINGS, **(settings or {})}
-        self.path_prefix = [str(p) for p in path_prefix]
+        #: the whole PATH code-server and its extension host see (None: this process's)
+        self.path = None if path is None else os.pathsep.join(str(p) for p in path)
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
         for d in (self.user_data / "User", self.extensions, self.workspace, self.home):
             d.mkdir(parents=True, exist_ok=True)
-        prefix = "".join(f"{shlex.quote(p)}:" for p in self.path_prefix)
-        profile = f'PATH={prefix}"$PATH"\nexport PATH\n'
-        for name in (".profile", ".bash_profile"):
-            (self.home / name).write_text(profile)
+        if self.path is not None:
+            # the extension host takes PATH from a login shell, which reads these
+            profile = f"PATH={shlex.quote(self.path)}\nexport PATH\n"
+            for name in (".profile", ".bash_profile"):
+                (self.home / name).write_text(profile)
 
     @property
     def env(self) -> dict[str, str]:
@@ -128,9 +130,10 @@ class CodeServer:
         env = dict(os.environ)
         for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
             env[name] = str(self.root / "xdg" / name.split("_")[1].lower())
-        env["PATH"] = os.pathsep.join([*self.path_prefix, env.get("PATH", "")])
+        if self.path is not None:
+            env["PATH"] = self.path
         # The extension host takes PATH from a login shell, not from this
-        # environment: a home of its own whose profile puts path_prefix first.
+        # environment: a home of its own whose profile sets the same PATH.
         env["HOME"] = str(self.home)
         return env
 
@@ -265,6 +268,19 @@ class CodeServer:
             if session == self.process.pid and state != "Z":
                 found.append((int(entry.name), [a.decode(errors="replace") for a in argv if a]))
         return found
+
+    def extension_host_path(self) -> str | None:
+        """PATH in the environment of the extension host (None: it is not running)."""
+        for pid, argv in self.processes():
+            if any("extensionHost" in a for a in argv):
+                try:
+                    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                for entry in environ:
+                    if entry.startswith(b"PATH="):
+                        return entry[5:].decode(errors="replace")
+        return None
 
     def language_servers(self) -> list[int]:
         """Pids of the running ``scopecache serve`` processes."""

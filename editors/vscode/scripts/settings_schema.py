@@ -67,9 +67,11 @@ EXTENSION_PROPERTIES: dict[str, Any] = {
     "scopecache.server.command": {
         "type": "array",
         "items": {"type": "string"},
-        "default": ["scopecache", "serve"],
+        "default": [],
         "description": "Command that starts the language server over stdio, e.g. "
-        '["scopecache", "serve"] or ["/path/to/python", "-m", "lsp_server", "serve"].',
+        '["scopecache", "serve"] or ["/path/to/python", "-m", "lsp_server", "serve"]. '
+        "Empty (the default): the server bundled with the extension, installed on first "
+        "start into a private virtualenv with a Python 3.11+ found on this machine.",
     },
     "scopecache.server.logLevel": {
         "type": "string",

@@ -3,6 +3,9 @@
  * settings, restarts a dying server with backoff and makes sure accepted
  * inline suggestions reach the server as `scopecache.accepted`.
  *
+ * Without `scopecache.server.command` the command comes from the server
+ * the package bundles (bundledServer.ts), installed on the first start.
+ *
  * Restarts are ours, not the library's: its own restart reuses the client
  * (and so the command it was built with) after a delay nothing can cancel,
  * so a settings change during the delay would be followed by a stale start.
@@ -30,7 +33,8 @@ import {
 import { RestartBackoff } from "./backoff";
 import { LANGUAGES } from "./languages";
 import { ServerLogReader } from "./serverLog";
-import { SECTION, type SettingReader, buildServerSettings, serverOptions } from "./settings";
+import { ServerSetupError } from "./serverInstall";
+import { SECTION, type SettingReader, buildServerSettings, configuredCommand, serverOptions } from "./settings";
 import { ACCEPTED_COMMAND, type ServerState } from "./stats";
 
 export { LANGUAGES };
@@ -96,13 +100,23 @@ export class ScopeCacheClient implements vscode.Disposable {
   private restartTimer: NodeJS.Timeout | undefined;
   private serverState: ServerState = "stopped";
   private failureShown = false;
+  /** counts start() and stop() calls: a start that awaited an install checks it is still the newest */
+  private generation = 0;
   private readonly stateChanged = new vscode.EventEmitter<ServerState>();
   private readonly backoff = new RestartBackoff();
 
   /** Fires when the server starts, runs, stops or waits to restart. */
   readonly onDidChangeState = this.stateChanged.event;
 
-  constructor(private readonly output: vscode.LogOutputChannel) {}
+  /**
+   * `bundledCommand` gives the server's argv when `scopecache.server.command`
+   * is not set; it may install the bundled server first, and rejects with a
+   * ServerSetupError the user is shown.
+   */
+  constructor(
+    private readonly output: vscode.LogOutputChannel,
+    private readonly bundledCommand: () => Promise<string[]>,
+  ) {}
 
   /** The language client of the running server, if any. */
   get client(): LanguageClient | undefined {
@@ -131,9 +145,25 @@ export class ScopeCacheClient implements vscode.Disposable {
   /** Starts a server with the command configured now; a failed start is logged, not thrown. */
   async start(): Promise<void> {
     this.cancelPendingRestart();
-    const previous = this.current;
+    const generation = ++this.generation;
     const read = configurationReader();
-    const options = serverOptions(read);
+    let automatic: string[] | undefined;
+    if (configuredCommand(read) === undefined) {
+      this.setState("starting");
+      try {
+        automatic = await this.bundledCommand();
+      } catch (error) {
+        if (generation === this.generation) {
+          this.failedSetup(error);
+        }
+        return;
+      }
+      if (generation !== this.generation) {
+        return; // stopped or started again meanwhile
+      }
+    }
+    const previous = this.current;
+    const options = serverOptions(read, automatic);
     this.output.info(`starting ${[options.command, ...(options.args ?? [])].join(" ")}`);
     let client: LanguageClient | undefined = undefined;
     const clientOptions: LanguageClientOptions = {
@@ -201,6 +231,18 @@ export class ScopeCacheClient implements vscode.Disposable {
     }
   }
 
+  /** The bundled server could not be set up: said once per run of failures; no restart loop. */
+  private failedSetup(error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    this.output.error(`setting up the bundled server: ${message}`);
+    if (!this.failureShown) {
+      this.failureShown = true;
+      const hint = error instanceof ServerSetupError ? "" : " The scopecache output channel has the details.";
+      void vscode.window.showErrorMessage(`scopecache: ${message}${hint}`);
+    }
+    this.setState("stopped");
+  }
+
   /** A start that failed (no process, or no initialize): one message per run of failures. */
   private failedStart(command: string, error: unknown): void {
     const reason = error instanceof Error ? error.message : String(error);
@@ -241,6 +283,7 @@ export class ScopeCacheClient implements vscode.Disposable {
 
   async stop(): Promise<void> {
     this.cancelPendingRestart();
+    this.generation += 1; // a start still waiting for an install gives up
     const client = this.current;
     this.current = undefined;
     this.acceptedCommand?.dispose();

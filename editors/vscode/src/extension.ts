@@ -4,6 +4,7 @@
  */
 import * as vscode from "vscode";
 
+import { BundledServer } from "./bundledServer";
 import { ScopeCacheClient, configurationReader } from "./client";
 import { RESTART_KEYS, SECTION } from "./settings";
 import {
@@ -19,7 +20,8 @@ let scopecache: ScopeCacheClient | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel("scopecache", { log: true });
-  const running = new ScopeCacheClient(output);
+  const bundled = new BundledServer(context, output);
+  const running = new ScopeCacheClient(output, () => bundled.command());
   scopecache = running;
 
   const fetchStats = async (): Promise<ServerStats> => {

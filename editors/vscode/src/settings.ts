@@ -73,15 +73,27 @@ export interface ServerCommand {
   args: string[];
 }
 
+/** The server from PATH: what runs when the package bundles none (a development build). */
 export const DEFAULT_SERVER_COMMAND: readonly string[] = ["scopecache", "serve"];
 
-/** The server command from `scopecache.server.command` and `scopecache.server.logLevel`. */
-export function serverCommand(read: SettingReader): ServerCommand {
+/**
+ * The command `scopecache.server.command` sets, or undefined when it is unset
+ * (the default, an empty list; a malformed value counts as unset): then the
+ * extension starts the server it bundles.
+ */
+export function configuredCommand(read: SettingReader): string[] | undefined {
   const configured = read("server.command");
-  const argv =
-    Array.isArray(configured) && configured.length > 0 && configured.every((a) => typeof a === "string")
-      ? (configured as string[])
-      : [...DEFAULT_SERVER_COMMAND];
+  return Array.isArray(configured) && configured.length > 0 && configured.every((a) => typeof a === "string")
+    ? [...(configured as string[])]
+    : undefined;
+}
+
+/**
+ * The server command line: `scopecache.server.command` when set, else
+ * `automatic` (the bundled server's), with `scopecache.server.logLevel`.
+ */
+export function serverCommand(read: SettingReader, automatic: readonly string[] = DEFAULT_SERVER_COMMAND): ServerCommand {
+  const argv = configuredCommand(read) ?? [...automatic];
   const args = argv.slice(1);
   const level = read("server.logLevel");
   if (typeof level === "string" && !args.includes("--log-level")) {
@@ -95,8 +107,8 @@ export function serverCommand(read: SettingReader): ServerCommand {
  * `transport`. With `transport: TransportKind.stdio` vscode-languageclient
  * appends `--stdio` to the arguments; without one it speaks stdio as is.
  */
-export function serverOptions(read: SettingReader): Executable {
-  const { command, args } = serverCommand(read);
+export function serverOptions(read: SettingReader, automatic?: readonly string[]): Executable {
+  const { command, args } = serverCommand(read, automatic);
   return { command, args };
 }
 

@@ -9,6 +9,7 @@ import {
   buildServerSettings,
   needsRestart,
   readerFromObject,
+  configuredCommand,
   serverCommand,
   serverOptions,
 } from "../../src/settings";
@@ -87,7 +88,15 @@ test("default list values are copied, not shared between calls", () => {
   assert.equal((second.exclude as string[]).includes("mutated"), false);
 });
 
-test("server command defaults to scopecache serve and carries the log level", () => {
+test("unset, the server command is the bundled server's, and carries the log level", () => {
+  assert.equal(pkg.contributes.configuration.properties["scopecache.server.command"].default.length, 0);
+  assert.equal(configuredCommand(readerFromObject({ server: { command: [] } })), undefined);
+  const bundled = ["/storage/venv/bin/scopecache", "serve"];
+  assert.deepEqual(serverCommand(readerFromObject({ server: { command: [], logLevel: "INFO" } }), bundled), {
+    command: "/storage/venv/bin/scopecache",
+    args: ["serve", "--log-level", "INFO"],
+  });
+  // a package without a bundle (a development build) runs scopecache from PATH
   assert.deepEqual(serverCommand(() => undefined), { command: "scopecache", args: ["serve"] });
   assert.deepEqual(
     serverCommand(readerFromObject({ server: { command: ["/py", "-m", "lsp_server", "serve"], logLevel: "DEBUG" } })),
@@ -101,9 +110,16 @@ test("the language client gets the command with no transport, so nothing is appe
   assert.equal("transport" in options, false);
 });
 
-test("a malformed server command falls back to the default", () => {
+test("a set server command overrides the bundled server", () => {
+  const read = readerFromObject({ server: { command: ["/venv/bin/scopecache", "serve"] } });
+  assert.deepEqual(configuredCommand(read), ["/venv/bin/scopecache", "serve"]);
+  assert.equal(serverCommand(read, ["/storage/venv/bin/scopecache", "serve"]).command, "/venv/bin/scopecache");
+});
+
+test("a malformed server command counts as unset", () => {
+  assert.equal(configuredCommand(readerFromObject({ server: { command: "scopecache serve" } })), undefined);
+  assert.equal(configuredCommand(readerFromObject({ server: { command: [1, 2] } })), undefined);
   assert.equal(serverCommand(readerFromObject({ server: { command: "scopecache serve" } })).command, "scopecache");
-  assert.equal(serverCommand(readerFromObject({ server: { command: [] } })).command, "scopecache");
 });
 
 test("changing the server command restarts, changing a server setting does not", () => {
