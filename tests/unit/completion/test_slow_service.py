@@ -95,12 +95,19 @@ async def cancel(task: asyncio.Task[Suggestion | None]) -> None:
     await asyncio.gather(task, return_exceptions=True)
 
 
+async def asked_then_typed_on(
+    pipe: CompletionPipeline, backend: ScriptedBackend, line_text: str
+) -> None:
+    """A miss at ``line_text`` reaches the service; the next key cancels the editor's request."""
+    first = ask(pipe, at(line_text))
+    await until(lambda: len(backend.queues) == 1)
+    await cancel(first)
+
+
 async def test_a_stream_the_user_types_forward_from_lives_on_and_serves_the_rest() -> None:
     backend = ScriptedBackend(LOCAL_SERVER)
     pipe = pipeline(backend)
-    first = ask(pipe, at("    msg"))
-    await until(lambda: len(backend.queues) == 1)
-    await cancel(first)  # the developer typed on before the answer came
+    await asked_then_typed_on(pipe, backend, "    msg")
     second = ask(pipe, at("    msg = "))
     await cancel(second)
     backend.queues[0].put_nowait(' = "Hello, " + name\n')
@@ -115,9 +122,7 @@ async def test_a_stream_the_user_types_forward_from_lives_on_and_serves_the_rest
 async def test_on_a_local_server_a_stream_that_cannot_serve_is_closed_at_its_first_token() -> None:
     backend = ScriptedBackend(LOCAL_SERVER)
     pipe = pipeline(backend)
-    first = ask(pipe, at("    msg"))
-    await until(lambda: len(backend.queues) == 1)
-    await cancel(first)
+    await asked_then_typed_on(pipe, backend, "    msg")
     # The developer deleted back over the cursor's start: the stream cannot serve.
     second = ask(pipe, at("    ms"))
     await until(lambda: pipe.turns.asked == 2)
@@ -136,9 +141,7 @@ async def test_on_a_local_server_a_stream_that_cannot_serve_is_closed_at_its_fir
 async def test_on_a_remote_service_a_stream_that_cannot_serve_is_cancelled_at_once() -> None:
     backend = ScriptedBackend(REMOTE_SERVICE)
     pipe = pipeline(backend)
-    first = ask(pipe, at("    msg"))
-    await until(lambda: len(backend.queues) == 1)
-    await cancel(first)
+    await asked_then_typed_on(pipe, backend, "    msg")
     second = ask(pipe, at("    ms"))
     await until(lambda: len(backend.requests) == 2)
     assert backend.closed_early == [0] and pipe.inflight.doomed_upstream == 0
@@ -153,9 +156,7 @@ async def test_the_newest_state_waits_for_the_stream_at_the_service_and_older_on
 ):
     backend = ScriptedBackend(LOCAL_SERVER)
     pipe = pipeline(backend)
-    first = ask(pipe, at("    a"))
-    await until(lambda: len(backend.queues) == 1)
-    await cancel(first)
+    await asked_then_typed_on(pipe, backend, "    a")
     # Two states that the first stream cannot serve, the editor not cancelling the older.
     older = ask(pipe, at("    b"))
     await until(lambda: pipe.inflight.doomed_upstream == 1)
@@ -211,9 +212,7 @@ async def test_on_a_local_server_an_unattended_stream_is_never_cancelled_for_idl
     backend = ScriptedBackend(LOCAL_SERVER)
     pipe = pipeline(backend)
     pipe.inflight.adapt_grace(0.0)
-    first = ask(pipe, at("    msg"))
-    await until(lambda: len(backend.queues) == 1)
-    await cancel(first)
+    await asked_then_typed_on(pipe, backend, "    msg")
     backend.queues[0].put_nowait(" = 1")  # generating, and nobody waits for it
     await until(lambda: pipe.inflight.busy(URI) is not None and backend.queues[0].empty())
     backend.queues[0].put_nowait("\n")
@@ -224,9 +223,7 @@ async def test_on_a_local_server_an_unattended_stream_is_never_cancelled_for_idl
 async def test_on_a_remote_service_an_idle_generating_stream_is_cancelled_after_the_grace() -> None:
     backend = ScriptedBackend(REMOTE_SERVICE)
     pipe = pipeline(backend)
-    first = ask(pipe, at("    msg"))
-    await until(lambda: len(backend.queues) == 1)
-    await cancel(first)
+    await asked_then_typed_on(pipe, backend, "    msg")
     backend.queues[0].put_nowait(" = 1")
     await until(lambda: pipe.inflight.cancelled_by == {"idle": 1})
     assert backend.closed_early == [0]
