@@ -163,8 +163,13 @@ class CompletionPipeline:
         *,
         still_current: Callable[[], bool],
         method: str = "inline",
+        line_done: Callable[[], None] | None = None,
     ) -> Suggestion | None:
-        """Answer one request; None means "no suggestion"."""
+        """Answer one request; None means "no suggestion".
+
+        ``line_done`` is called when the service, asked at the end of a line,
+        answered that nothing more comes on it.
+        """
         started = self.clock()
         self.stats.requests += 1
         self.stats.requests_by_language[ctx.language] += 1
@@ -177,7 +182,7 @@ class CompletionPipeline:
             self.metrics.record_request(method, "none", "empty", self.clock() - started)
             return None
         try:
-            suggestion = await self._lookup(uri, ctx)
+            suggestion = await self._lookup(uri, ctx, line_done)
         except asyncio.CancelledError:
             self.stats.cancelled += 1
             self.metrics.record_request(method, "none", "cancelled", self.clock() - started)
@@ -208,7 +213,9 @@ class CompletionPipeline:
         self.metrics.record_request(method, source, outcome, latency_ms / 1000.0)
         return None
 
-    async def _lookup(self, uri: str, ctx: SyntaxContext) -> Suggestion | None:
+    async def _lookup(
+        self, uri: str, ctx: SyntaxContext, line_done: Callable[[], None] | None = None
+    ) -> Suggestion | None:
         key, anchor = keys_for(ctx)
         hit = self._l1(key, anchor, ctx)
         if hit is not None:
@@ -238,7 +245,7 @@ class CompletionPipeline:
         attached = await self._attach(anchor, ctx)
         if attached is not None:
             return attached
-        return await self._upstream(uri, key, anchor, ctx)
+        return await self._upstream(uri, key, anchor, ctx, line_done)
 
     def _l1(self, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext) -> Suggestion | None:
         hit = self.store.lookup(key, anchor, ctx.line_prefix)
@@ -273,10 +280,18 @@ class CompletionPipeline:
         return Suggestion(entry.text, "l2")
 
     async def _upstream(
-        self, uri: str, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext
+        self,
+        uri: str,
+        key: ScopeKey,
+        anchor: LineAnchor,
+        ctx: SyntaxContext,
+        line_done: Callable[[], None] | None = None,
     ) -> Suggestion | None:
         stream = self.upstream.start(uri, key, anchor, ctx)
         text = await self.upstream.wait(stream, first_line=True)
+        if text == "" and line_done is not None and ctx.line_prefix.strip():
+            if not ctx.line_suffix.strip():
+                line_done()
         if not text:
             return None
         return Suggestion(text, "upstream")

@@ -92,7 +92,18 @@ async def _suggest(
 
     if ls.recorder is not None:
         ls.recorder.complete(uri, position, method)
-    suggestion = await ls.pipeline.complete(uri, ctx, still_current=still_current, method=method)
+    def line_done() -> None:
+        # The model says this line is complete. On a service slower than the
+        # typing, ask now for the next line (Enter, auto-indent), the state the
+        # user reaches next, rather than after Enter.
+        if ls.throttle.slow and ls.speculator.settings.enabled and ls.backend is not None:
+            asyncio.get_running_loop().call_later(
+                SPECULATION_DELAY, _speculate, ls, doc, version, ctx, ""
+            )
+
+    suggestion = await ls.pipeline.complete(
+        uri, ctx, still_current=still_current, method=method, line_done=line_done
+    )
     if suggestion is None:
         return None
     if suggestion.text and ls.speculator.settings.enabled and ls.backend is not None:

@@ -227,3 +227,17 @@ async def test_on_a_remote_service_an_idle_generating_stream_is_cancelled_after_
     backend.queues[0].put_nowait(" = 1")
     await until(lambda: pipe.inflight.cancelled_by == {"idle": 1})
     assert backend.closed_early == [0]
+
+
+async def test_an_empty_answer_at_a_line_end_says_the_line_is_done() -> None:
+    backend = ScriptedBackend(LOCAL_SERVER)
+    pipe = pipeline(backend)
+    done: list[bool] = []
+    task = asyncio.ensure_future(
+        pipe.complete(URI, at("    msg = 1"), still_current=lambda: True,
+                      line_done=lambda: done.append(True))
+    )
+    await until(lambda: len(backend.queues) == 1)
+    backend.queues[0].put_nowait(END)  # the model's first token was the line's end
+    assert await task is None
+    assert done == [True]
