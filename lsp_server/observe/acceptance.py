@@ -128,6 +128,14 @@ class ShownSuggestion:
     latency_ms: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class AcceptOutcome:
+    """What one accept report added: characters newly accepted, and whether it was the first."""
+
+    chars: int
+    first: bool
+
+
 @dataclass(slots=True, eq=False)
 class _Record:
     """One shown suggestion as the mute gate judges it."""
@@ -160,6 +168,8 @@ class _Pending:
     text: str
     attribution: Attribution
     accepted_at: float
+    #: when the long window's count is due (both windows are fixed at the accept)
+    long_due: float
     record: _Record
     #: windows counted so far (0, 1; 2 = done)
     stage: int = 0
@@ -284,12 +294,14 @@ class AcceptanceLedger:
         """Whether ``item_id`` names a suggestion still remembered."""
         return item_id in self._shown
 
-    def accept(self, item_id: str, length: int | None = None, kind: str = "full") -> int | None:
+    def accept(
+        self, item_id: str, length: int | None = None, kind: str = "full"
+    ) -> AcceptOutcome | None:
         """The editor accepted ``item_id`` up to ``length`` UTF-16 code units (None: all).
 
         Partial accepts of one suggestion add up: each call accepts what lies
         between the previous length and this one, and follows it from now on.
-        Returns the characters newly accepted, or None for an unknown item.
+        None for an unknown (or forgotten) item.
         """
         shown = self._shown.get(item_id)
         if shown is None:
@@ -298,20 +310,21 @@ class AcceptanceLedger:
         text = suggestion.text
         upto = len(text) if length is None else _utf16_index(text, length)
         if upto <= shown.accepted:
-            return 0  # reported twice, or a shorter part after a longer one
+            return AcceptOutcome(0, first=False)  # reported twice, or less than before
         part = text[shown.accepted : upto]
         origin = (suggestion.line, suggestion.character)
         start = advance(origin, extent(text[: shown.accepted], self.units))
         end = advance(start, extent(part, self.units))
         counts = self._group(suggestion.attribution)
-        if shown.accepted == 0:
+        first = shown.accepted == 0
+        if first:
             counts.accepted += 1
             self._accepted_latency.append(suggestion.latency_ms)
         counts.accepted_chars += len(part)
         shown.accepted = upto
         self.kinds[kind if kind in KINDS else "full"] += 1
         self._follow(suggestion.uri, AcceptedRange(start, end), part, suggestion.attribution, shown)
-        return len(part)
+        return AcceptOutcome(len(part), first)
 
     def _follow(
         self, uri: str, where: AcceptedRange, text: str, attribution: Attribution, shown: _Shown
@@ -321,10 +334,13 @@ class AcceptanceLedger:
             self._finish(oldest)  # counted early rather than forgotten
         now = self._clock()
         shown.record.open += 1
-        pending = _Pending(next(self._seq), uri, where, text, attribution, now, shown.record)
+        short, long = self._settings.short, self._settings.long
+        pending = _Pending(
+            next(self._seq), uri, where, text, attribution, now, now + long, shown.record
+        )
         self._pending[pending.seq] = pending
         self._by_uri.setdefault(uri, []).append(pending)
-        heapq.heappush(self._due, (now + self._settings.short, pending.seq, pending))
+        heapq.heappush(self._due, (now + short, pending.seq, pending))
 
     # -- what happens to the documents ---------------------------------------------------
 
@@ -387,7 +403,7 @@ class AcceptanceLedger:
             self._count(pending)
             counted += 1
             if pending.stage == 1:
-                heapq.heappush(self._due, (pending.accepted_at + self._settings.long, seq, pending))
+                heapq.heappush(self._due, (pending.long_due, seq, pending))
             else:
                 self._drop(pending)
         return counted

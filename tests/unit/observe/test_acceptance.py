@@ -6,6 +6,7 @@ from lsp_server.observe.acceptance import (
     PENDING_KEPT,
     PROBE_EVERY,
     AcceptanceLedger,
+    AcceptOutcome,
     Attribution,
     ShownSuggestion,
 )
@@ -73,7 +74,7 @@ def test_a_full_accept_left_alone_is_kept_whole_after_both_windows() -> None:
     ed.open(URI, "def parse_hea")
     item = ed.show((0, 13), "der(line):")
     ed.insert((0, 13), "der(line):")
-    assert ed.ledger.accept(item) == 10
+    assert ed.ledger.accept(item) == AcceptOutcome(10, first=True)
     assert ed.ledger.watching(URI)
     ed.wait(29.9)
     assert ed.ledger.totals().retained_short == 0
@@ -119,12 +120,12 @@ def test_word_then_line_then_full_accepts_of_one_suggestion_add_up() -> None:
     text = "return key.strip()\nprint(key)"
     item = ed.show((0, 0), text)
     ed.insert((0, 0), "return")
-    assert ed.ledger.accept(item, 6, "word") == 6
+    assert ed.ledger.accept(item, 6, "word") == AcceptOutcome(6, first=True)
     ed.insert((0, 6), " key.strip()\n")
-    assert ed.ledger.accept(item, 19, "line") == 13
+    assert ed.ledger.accept(item, 19, "line") == AcceptOutcome(13, first=False)
     ed.insert((1, 0), "print(key)")
-    assert ed.ledger.accept(item, None, "full") == 10
-    assert ed.ledger.accept(item, None, "full") == 0  # reported twice
+    assert ed.ledger.accept(item, None, "full") == AcceptOutcome(10, first=False)
+    assert ed.ledger.accept(item, None, "full") == AcceptOutcome(0, first=False)  # twice
     totals = ed.ledger.totals()
     assert (totals.accepted, totals.accepted_chars) == (1, len(text))
     assert ed.ledger.snapshot()["byKind"] == {"full": 1, "word": 1, "line": 1}
@@ -137,7 +138,9 @@ def test_partial_accept_lengths_are_utf16_code_units() -> None:
     ed.open(URI, "s = ")
     item = ed.show((0, 4), '"😀" + x')
     ed.insert((0, 4), '"😀"')
-    assert ed.ledger.accept(item, 4, "word") == 3  # 😀 is two code units, one character
+    assert ed.ledger.accept(item, 4, "word") == AcceptOutcome(
+        3, first=True
+    )  # 😀 is two code units, one character
 
 
 def test_an_unknown_item_is_not_counted() -> None:
