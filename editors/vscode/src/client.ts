@@ -29,6 +29,7 @@ import {
 
 import { RestartBackoff } from "./backoff";
 import { LANGUAGES } from "./languages";
+import { ShownSuggestions } from "./partialAccepts";
 import { ServerLogReader } from "./serverLog";
 import { SECTION, type SettingReader, buildServerSettings, serverOptions } from "./settings";
 import { ACCEPTED_COMMAND, type ServerState } from "./stats";
@@ -102,6 +103,9 @@ export class ScopeCacheClient implements vscode.Disposable {
   /** Fires when the server starts, runs, stops or waits to restart. */
   readonly onDidChangeState = this.stateChanged.event;
 
+  /** The inline suggestions the server sent lately (for word and line accepts). */
+  readonly shown = new ShownSuggestions();
+
   constructor(private readonly output: vscode.LogOutputChannel) {}
 
   /** The language client of the running server, if any. */
@@ -158,6 +162,11 @@ export class ScopeCacheClient implements vscode.Disposable {
       initializationFailedHandler: () => false,
       errorHandler: new CrashHandler(() => (client ? this.crashed(client) : undefined)),
       middleware: {
+        provideInlineCompletionItems: async (document, position, context, token, next) => {
+          const result = await next(document, position, context, token);
+          this.shown.remember(document, position, result);
+          return result;
+        },
         workspace: {
           // Answer pull-style configuration requests with the same mapped object.
           configuration: (params: ConfigurationParams, token: CancellationToken, next: ConfigurationRequest.HandlerSignature) => {
