@@ -124,9 +124,9 @@ function percent(part: number | undefined, whole: number | undefined): string {
 }
 
 /**
- * What was accepted and kept: overall, then one line per source; no lines before
- * the server showed anything. "Kept" is the share of the accepted characters
- * counted so far that were still in the file after each window.
+ * What was accepted and kept, in two lines (overall, then by source); none
+ * before the server showed anything. "Kept" is the share of the accepted
+ * characters counted so far that were still in the file after each window.
  */
 export function formatAcceptance(acceptance: AcceptanceStats | undefined): string[] {
   if (!acceptance || count(acceptance.shown) === 0) {
@@ -135,19 +135,18 @@ export function formatAcceptance(acceptance: AcceptanceStats | undefined): strin
   const [short, long] = acceptance.windowsSeconds ?? [30, 120];
   const kinds = acceptance.byKind ?? {};
   const muted = new Set(acceptance.mutedSources ?? []);
-  const kept = (c: AcceptanceCounts): string =>
-    `kept ${percent(c.retainedChars30s, c.measuredChars30s)} after ${short} s, ` +
-    `${percent(c.retainedChars120s, c.measuredChars120s)} after ${long} s`;
+  const sources = Object.entries(acceptance.bySource ?? {}).map(
+    ([source, c]) =>
+      `${source}${muted.has(source) ? " (muted)" : ""} ${count(c.accepted)} of ${count(c.shown)}, ` +
+      `kept ${percent(c.retainedChars30s, c.measuredChars30s)} / ${percent(c.retainedChars120s, c.measuredChars120s)}`,
+  );
   return [
     `Accepted: ${count(acceptance.accepted)} of ${count(acceptance.shown)} shown ` +
-      `(${percent(acceptance.accepted, acceptance.shown)}), ${count(acceptance.acceptedChars)} characters; ` +
-      `full ${count(kinds.full)}, word ${count(kinds.word)}, line ${count(kinds.line)}`,
-    `Kept: ${kept(acceptance)}`,
-    ...Object.entries(acceptance.bySource ?? {}).map(
-      ([source, c]) =>
-        `  ${source}${muted.has(source) ? " (muted)" : ""}: ${count(c.accepted)} of ${count(c.shown)} accepted, ` +
-        `${count(c.acceptedChars)} characters, ${kept(c)}`,
-    ),
+      `(${percent(acceptance.accepted, acceptance.shown)}), ${count(acceptance.acceptedChars)} characters ` +
+      `(full ${count(kinds.full)}, word ${count(kinds.word)}, line ${count(kinds.line)}); ` +
+      `kept ${percent(acceptance.retainedChars30s, acceptance.measuredChars30s)} after ${short} s, ` +
+      `${percent(acceptance.retainedChars120s, acceptance.measuredChars120s)} after ${long} s`,
+    `Accepted by source: ${sources.join("; ") || "none yet"}`,
   ];
 }
 
