@@ -5,7 +5,9 @@ keeps that range current edit by edit, in the document's own position units
 (``(line, character)``, UTF-16 code units unless the client negotiated
 otherwise), at a constant cost per edit:
 
-* an edit before the range, or an insertion exactly at its start, moves it;
+* an edit before the range, or an insertion exactly at its start, moves it
+  (an edit within one earlier line that adds or removes no line break
+  changes nothing here, and costs only that check);
 * an edit after it, or an insertion exactly at its end, leaves it alone (so
   typing on after an accepted line is not counted as part of it);
 * an edit inside it, or overlapping it, changes its extent: text the edit
@@ -81,6 +83,8 @@ class AcceptedRange:
         if start >= self.end:
             return  # after the range, or an insertion at its end
         if end <= self.start:
+            if end[0] < self.start[0] and start[0] == end[0] and reach[0] == 0:
+                return  # within one earlier line, no line break: nothing here moves
             # before the range, or an insertion at its start: it moves as a whole
             self.start = _moved(self.start, start, end, reach)
             self.end = _moved(self.end, start, end, reach)
