@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from lsp_server.observe.acceptance import KINDS as ACCEPT_KINDS
 from lsp_server.server.handlers.inline import ACCEPT_COMMAND
 from lsp_server.server.health import health_answer
 from lsp_server.server.language_server import ScopecacheServer
@@ -60,9 +61,6 @@ def _first_string(args: Any) -> str | None:
             if found is not None:
                 return found
     return None
-
-
-ACCEPT_KINDS = ("full", "word", "line")
 
 
 def _accept_details(args: Any) -> tuple[str, int | None]:
