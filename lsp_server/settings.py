@@ -234,6 +234,31 @@ class SpeculativeSettings:
 
 
 @dataclass(kw_only=True)
+class AcceptanceSettings:
+    """What the developer kept of accepted suggestions, and sources that keep too little."""
+
+    #: seconds after an accept when the accepted characters still in the file
+    #: are first counted (``retainedChars30s`` in ``scopecache/stats``)
+    short_window_seconds: float = 30.0
+    #: seconds after an accept when they are counted again (``retainedChars120s``;
+    #: never before the short window)
+    long_window_seconds: float = 120.0
+    #: stop serving from a source when, over its last ``muteOver`` suggestions,
+    #: the characters still in the file after the short window are less than
+    #: this share of the characters it showed (0 = never)
+    mute_below: float = 0.0
+    #: how many of a source's latest suggestions ``muteBelow`` judges
+    mute_over: int = 50
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first bad value."""
+        _check(self.short_window_seconds > 0, "shortWindowSeconds must be > 0")
+        _check(self.long_window_seconds > 0, "longWindowSeconds must be > 0")
+        _check(0.0 <= self.mute_below <= 1.0, "muteBelow must be in [0, 1]")
+        _check(self.mute_over >= 1, "muteOver must be >= 1")
+
+
+@dataclass(kw_only=True)
 class AuthSettings:
     """How the bearer credential is obtained."""
 
@@ -267,6 +292,7 @@ class Settings:
     context: ContextSettings = field(default_factory=ContextSettings)
     throttle: ThrottleSettings = field(default_factory=ThrottleSettings)
     speculative: SpeculativeSettings = field(default_factory=SpeculativeSettings)
+    acceptance: AcceptanceSettings = field(default_factory=AcceptanceSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     #: files never sent upstream, cached or recorded (glob patterns)
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))

@@ -136,6 +136,7 @@ class CompletionPipeline:
         clock: Callable[[], float] = time.perf_counter,
         metrics: MetricsRegistry | None = None,
         prompt_context: Callable[[str], PromptContext] | None = None,
+        source_muted: Callable[[str], bool] | None = None,
     ) -> None:
         self.store = store
         self.backend = backend
@@ -148,6 +149,8 @@ class CompletionPipeline:
         #: other files' chunks and names sent with a miss in a document
         self.prompt_context = prompt_context
         self.completion = completion
+        #: whether suggestions from a source are withheld now (``acceptance.muteBelow``)
+        self.source_muted = source_muted
         self.upstream = UpstreamStreams(self, notifier=notifier, completion=completion)
         self.turns = DocumentTurns(
             inflight, needed=lambda: inflight.cost().queues_requests or throttle.slow
@@ -198,6 +201,12 @@ class CompletionPipeline:
             # Text after the cursor that the suggestion would be wedged in front of.
             self.stats.mid_line_suppressed += 1
             suggestion = None
+        if (
+            suggestion is not None
+            and self.source_muted is not None
+            and self.source_muted(suggestion.source)
+        ):
+            suggestion = None  # its source's suggestions were kept too little: stay silent
         if suggestion is not None:
             text = fit_to_line(suggestion.text, ctx.line_suffix)
             if text:

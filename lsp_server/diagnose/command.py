@@ -14,7 +14,8 @@ then ``--endpoint`` overrides the endpoint). Then, against that service:
    server prompt cache (``prompt_cache``): how many prompt tokens a
    request one keystroke after another re-evaluates;
 4. client (``client``): scopecache's pooled transport against a
-   cold client, and a running server's cache hit ratio (``--metrics-url``).
+   cold client, and a running server's cache hit ratio and the source whose
+   accepted suggestions were kept least (``--metrics-url``; ``acceptance``).
 
 Every measurement gets a verdict against its health threshold and a hint
 when it is not ok (``report``). A layer that cannot work (the
@@ -38,6 +39,7 @@ from collections.abc import Callable, Sequence
 
 from rich.console import Console
 
+from lsp_server.diagnose.acceptance import acceptance_measurement
 from lsp_server.diagnose.client import cache_measurement, diagnose_client
 from lsp_server.diagnose.encoding import encoding_measurements
 from lsp_server.diagnose.errors import explain
@@ -153,6 +155,7 @@ async def diagnose(
         await client.aclose()
         await auth.aclose()
     report.add("client", await asyncio.to_thread(cache_measurement, metrics_source))
+    report.add("client", await asyncio.to_thread(acceptance_measurement, metrics_source))
     return report
 
 

@@ -251,11 +251,16 @@ class ServerProcess:
         cleared: dict[str, Any] = _plain(await future)
         return cleared
 
-    async def accepted(self, item_id: str) -> Any:
-        """workspace/executeCommand scopecache.accepted."""
+    async def accepted(
+        self, item_id: str, *, kind: str | None = None, length: int | None = None
+    ) -> Any:
+        """workspace/executeCommand scopecache.accepted (``kind``/``length``: a partial accept)."""
+        arguments: list[Any] = [item_id]
+        if kind is not None or length is not None:
+            arguments.append({"kind": kind or "full", "acceptedLength": length})
         _, future = self.request(
             types.WORKSPACE_EXECUTE_COMMAND,
-            types.ExecuteCommandParams(command="scopecache.accepted", arguments=[item_id]),
+            types.ExecuteCommandParams(command="scopecache.accepted", arguments=arguments),
         )
         return _plain(await future)
 

@@ -30,6 +30,7 @@ from lsprotocol import types
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from lsp_server.kit.acceptance import session_acceptance
 from lsp_server.kit.client import ServerProcess
 from lsp_server.kit.replay_result import (
     ReplayResult,
@@ -38,7 +39,14 @@ from lsp_server.kit.replay_result import (
     results_table,
 )
 from lsp_server.kit.upstream_process import ReferenceProcess
-from lsp_server.observe.trace.format import ChangeEvent, CloseEvent, CompleteEvent, OpenEvent, Trace
+from lsp_server.observe.trace.format import (
+    ChangeEvent,
+    CloseEvent,
+    CompleteEvent,
+    OpenEvent,
+    ShownEvent,
+    Trace,
+)
 from lsp_server.observe.trace.reader import read_trace
 from lsp_server.server.settings_codec import SettingsFileError, load_toml
 from lsp_server.settings import POLICIES
@@ -206,6 +214,8 @@ async def replay_trace(
         if service is not None:
             await service.stop()
     result.settings = {k: v for k, v in options.items() if k not in ("apiKey",)}
+    if any(isinstance(event, ShownEvent) for event in trace.events):
+        result.acceptance = session_acceptance(trace.header, trace.events)
     return result
 
 

@@ -2,7 +2,10 @@
 
 ``ReplayResult`` holds each completion request's ``RequestOutcome`` with the
 server's and the reference service's stats; ``summary`` is the ``replay
---json`` object (DESIGN.md) and ``results_table`` its rich table.
+--json`` object (DESIGN.md) and ``results_table`` its rich table. A trace a
+server recorded with its suggestions and accepts also gets the recorded
+session's ``acceptance`` (``lsp_server.kit.acceptance``): what the developer
+accepted and kept then, the same numbers the live server reported.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 from rich.table import Table
 
+from lsp_server.kit.acceptance import acceptance_rows
 from lsp_server.observe.stats import SOURCES, percentile
 from lsp_server.observe.trace.format import CompleteEvent
 
@@ -40,6 +44,8 @@ class ReplayResult:
     service_stats: dict[str, Any] | None = None
     wall_seconds: float = 0.0
     settings: dict[str, Any] = field(default_factory=dict)
+    #: the recorded session's ``acceptance`` (None: the trace has no suggestions in it)
+    acceptance: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         """The ``replay --json`` object (DESIGN.md)."""
@@ -104,6 +110,8 @@ class ReplayResult:
         }
         if self.service_stats is not None:
             result["serviceRequests"] = _service_requests(self.service_stats)
+        if self.acceptance is not None:
+            result["acceptance"] = self.acceptance
         return result
 
 
@@ -161,5 +169,7 @@ def results_table(summary: Mapping[str, Any], title: str = "replay") -> Table:
     )
     table.add_row("speculative requests", str(up["speculative"]))
     table.add_row("wasted streamed characters", str(up["wastedChars"]))
+    for measure, value in acceptance_rows(summary.get("acceptance") or {}):
+        table.add_row(f"recorded: {measure}", value)
     table.add_row("wall seconds", str(summary["wallSeconds"]))
     return table

@@ -155,6 +155,58 @@ def _families(stats: Mapping[str, Any], registry: MetricsRegistry) -> Iterator[A
         value=stats.get("inflight", 0),
     )  # fmt: skip
     yield from _cache_families(stats.get("cache", {}), stats.get("l2"))
+    yield from _acceptance_families(stats.get("acceptance", {}))
+
+
+def _acceptance_families(acceptance: Mapping[str, Any]) -> Iterator[Any]:
+    """What the developer kept, by source (``acceptance`` of ``scopecache/stats``)."""
+    from prometheus_client.core import CounterMetricFamily
+
+    by_source = acceptance.get("bySource", {})
+    for name, key, doc in (
+        ("scopecache_suggestions_shown", "shown", "Suggestions that went out, by source."),
+        ("scopecache_suggestions_accepted", "accepted",
+         "Suggestions accepted in full or in part, by source."),
+        ("scopecache_accepted_chars", "acceptedChars", "Characters accepted, by source."),
+    ):  # fmt: skip
+        family = CounterMetricFamily(name, doc, labels=["source"])
+        for source, counts in sorted(by_source.items()):
+            family.add_metric([source], counts.get(key, 0))
+        yield family
+    retained = CounterMetricFamily(
+        "scopecache_retained_chars",
+        "Accepted characters still in the file after the short (acceptance.shortWindowSeconds) "
+        "or the long window, by source.",
+        labels=["source", "window"],
+    )
+    measured = CounterMetricFamily(
+        "scopecache_retained_measured_chars",
+        "Accepted characters whose short or long window has been counted, by source "
+        "(the denominator of the retained rate).",
+        labels=["source", "window"],
+    )
+    for source, counts in sorted(by_source.items()):
+        retained.add_metric([source, "short"], counts.get("retainedChars30s", 0))
+        retained.add_metric([source, "long"], counts.get("retainedChars120s", 0))
+        measured.add_metric([source, "short"], counts.get("measuredChars30s", 0))
+        measured.add_metric([source, "long"], counts.get("measuredChars120s", 0))
+    yield retained
+    yield measured
+    kinds = CounterMetricFamily(
+        "scopecache_accepts", "Accepts the editor reported, by kind (full, word, line).",
+        labels=["kind"],
+    )  # fmt: skip
+    for kind, count in sorted(acceptance.get("byKind", {}).items()):
+        kinds.add_metric([kind], count)
+    yield kinds
+    muted = CounterMetricFamily(
+        "scopecache_muted_suggestions",
+        "Suggestions withheld because their source's were kept too little (acceptance.muteBelow).",
+        labels=["source"],
+    )
+    for source, count in sorted(acceptance.get("muted", {}).items()):
+        muted.add_metric([source], count)
+    yield muted
 
 
 def _cache_families(cache: Mapping[str, Any], l2: Mapping[str, Any] | None) -> Iterator[Any]:

@@ -35,6 +35,7 @@ from lsp_server.observe.hints import diagnose, signal_values
 from lsp_server.observe.metrics import MetricsRegistry, pool_state
 from lsp_server.observe.stats import ServerStats
 from lsp_server.server import assembly
+from lsp_server.server.accepts import AcceptWatch
 from lsp_server.server.endpoint_retry import EndpointRetry
 from lsp_server.server.first_use import rehearse_exclusion, rehearse_protocol
 from lsp_server.server.l2_link import L2Link
@@ -117,6 +118,8 @@ class ScopecacheServer(LanguageServer):
         self.settings_problems: list[str] = []
         self.endpoint_retry = EndpointRetry()
         self.served = ServedItems()
+        #: suggestions shown and accepted, and what became of the accepted text
+        self.accepts = AcceptWatch(self.documents, self.settings.acceptance)
         self._tasks: set[asyncio.Task[Any]] = set()
         #: the event loop serving the client, known from ``initialize`` on (work
         #: on other threads hands it what must go over the protocol)
@@ -145,10 +148,13 @@ class ScopecacheServer(LanguageServer):
         self.throttle.line_start_immediate = t.line_start_immediate
         self.throttle.max_pause = t.max_pause_ms / 1000.0
         self.speculator.settings = settings.speculative
+        self.accepts.configure(settings.acceptance)
         if settings.record_trace and self.recorder is None:
             self.recorder = TraceRecorder(
                 settings.record_trace, include_text=settings.record_text, exclude=settings.exclude
             )
+        if self.recorder is not None:
+            self.recorder.acceptance_windows = self.accepts.ledger.windows
         # L1 entries carry no endpoint/model/tenant: a new namespace starts empty,
         # so an answer of one model is never served under another.
         namespace_changed = self._changed("namespace", (assembly.cache_namespace(settings),))
@@ -244,6 +250,7 @@ class ScopecacheServer(LanguageServer):
             l2=self.l2,
             metrics=self.metrics,
             prompt_context=lambda uri: prompt_context(self.cross_file, self.documents, uri),
+            source_muted=self.accepts.ledger.muted,
         )
 
     def _workspace_root(self) -> str | None:
@@ -319,6 +326,7 @@ class ScopecacheServer(LanguageServer):
     async def close(self) -> None:
         """Cancel streams and release connections (shutdown)."""
         self.inflight.cancel_all()
+        self.accepts.close()
         if self.backend is not None:
             await self.backend.aclose()
         # Answers fetched just before the editor closed are still on their way
@@ -412,6 +420,7 @@ class ScopecacheServer(LanguageServer):
         }
         snapshot["documents"] = len(self.documents)
         snapshot["languages"] = self.language_stats()
+        snapshot["acceptance"] = self.accepts.ledger.snapshot()
         snapshot["problems"] = self.notifier.active()
         snapshot["pool"] = pool_state(self.backend, self.settings.transport.max_connections)
         snapshot["metrics"] = self.metrics.snapshot()

@@ -1,11 +1,16 @@
 """Record the session a server serves as a scopecache-trace (``serve --record-trace``).
 
 What is recorded: didOpen, didChange, didClose and every completion request
-(position and kind), with times relative to the first event. Never settings,
-API keys or tokens, and nothing of documents matching the ``exclude`` globs.
+(position and kind), every suggestion that went out (``shown``: its item id,
+text, source, language, scope kind and latency) and every accept the editor
+reported (``accept``: item id, kind, length), with times relative to the
+first event. The header's ``meta`` says which acceptance windows were in
+effect and how long the session lasted, so a replay counts the same retained
+characters (``lsp_server.kit.acceptance``). Never settings, API keys or
+tokens, and nothing of documents matching the ``exclude`` globs.
 
-Document texts are source code, so they are written only when the user opts
-in (``recordText``). Otherwise every letter and digit is masked as ``x``
+Document texts (and suggestion texts) are source code, so they are written
+only when the user opts in (``recordText``). Otherwise every letter and digit is masked as ``x``
 (non-ASCII characters by as many ``x`` as their UTF-16 length): positions,
 line structure, indentation and punctuation survive, so the trace still
 replays (timing, cursor movement, the shape of the code) without revealing
@@ -32,19 +37,24 @@ from pathlib import Path
 from lsprotocol import types
 
 from lsp_server.documents.exclude import is_excluded
+from lsp_server.documents.syntax import SyntaxContext
 from lsp_server.observe.trace.documents import TraceDocuments
 from lsp_server.observe.trace.format import (
+    AcceptEvent,
+    AcceptKind,
     ChangeEvent,
     CloseEvent,
     CompleteEvent,
     Event,
     OpenEvent,
     Position,
+    ShownEvent,
     TextChange,
     TraceHeader,
     event_to_json,
 )
 from lsp_server.observe.trace.writer import TraceWriter
+from lsp_server.server.accepts import scope_kind
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +100,8 @@ class TraceRecorder:
         self._events_file = Path(name)
         self.recorded = 0
         self._closed = False
+        #: the acceptance windows in effect (seconds), written into the header's meta
+        self.acceptance_windows: tuple[float, float] = (30.0, 120.0)
 
     def _t(self) -> float:
         now = self._clock()
@@ -146,6 +158,32 @@ class TraceRecorder:
         )
         self._add(event)
 
+    def shown(
+        self, item: str, uri: str, ctx: SyntaxContext, text: str, source: str, latency_ms: float
+    ) -> None:
+        """A suggestion went out at the context's cursor."""
+        if self._skip(uri) or uri not in self._docs:
+            return
+        event = ShownEvent(
+            t=self._t(),
+            uri=uri,
+            item=item,
+            position=Position(ctx.line, ctx.character),
+            text=self._text(text),
+            source=source,
+            language=ctx.language,
+            scope=scope_kind(ctx),
+            latency_ms=latency_ms,
+        )
+        self._add(event)
+
+    def accept(self, uri: str, item: str, kind: str, length: int | None) -> None:
+        """The editor accepted the suggestion ``item`` (``length`` None: all of it)."""
+        if self._skip(uri) or uri not in self._docs:
+            return
+        taken: AcceptKind = "word" if kind == "word" else "line" if kind == "line" else "full"
+        self._add(AcceptEvent(t=self._t(), uri=uri, item=item, kind=taken, length=length))
+
     def close(self, uri: str) -> None:
         """Record a textDocument/didClose (the text at close is the file's final text)."""
         if self._skip(uri) or uri not in self._docs:
@@ -171,6 +209,7 @@ class TraceRecorder:
         """Write the trace file (header first, then the events) and stop recording."""
         if self._closed:
             return self.path
+        seconds = self._t() if self._start is not None else 0.0
         self._closed = True
         for uri in self._docs.uris():
             self._final[uri] = self._docs.text(uri)
@@ -179,7 +218,12 @@ class TraceRecorder:
         self._executor.shutdown(wait=True)
         header = TraceHeader(
             final=self._final,
-            meta={"recorder": "scopecache serve", "textIncluded": self.include_text},
+            meta={
+                "recorder": "scopecache serve",
+                "textIncluded": self.include_text,
+                "seconds": round(seconds, 4),
+                "acceptance": {"windowsSeconds": list(self.acceptance_windows)},
+            },
         )
         with open(self.path, "w", encoding="utf-8", newline="\n") as out:
             TraceWriter(out, header).close()

@@ -3,15 +3,18 @@
 ``suggest`` finds the open, not excluded document, derives the syntax
 context at the cursor, feeds the hybrid policy's context heat, records the
 request in the trace and asks the pipeline. What goes out is remembered
-(``ServedItems``) so that ``scopecache.accepted`` can attribute an
-acceptance, and the speculative prefetch of the state after accepting it
-is scheduled for just after the answer has gone out.
+(``ServedItems``) and shown to the acceptance ledger (``AcceptWatch``) with
+its source, language, scope kind and latency, so that
+``scopecache.accepted`` can attribute an acceptance, whole or in part, and
+the speculative prefetch of the state after accepting it is scheduled for
+just after the answer has gone out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -60,12 +63,22 @@ async def suggest(
         raise
 
 
-def accepted(ls: ScopecacheServer, item_id: str) -> bool:
-    """The editor reports that the user accepted a suggestion."""
+def accepted(
+    ls: ScopecacheServer, item_id: str, *, kind: str = "full", length: int | None = None
+) -> bool:
+    """The editor reports that the user accepted a suggestion, or part of it.
+
+    ``kind`` is ``full``, ``word`` or ``line``; ``length`` how much of the
+    suggestion's text is accepted so far, in UTF-16 code units (None: all).
+    """
     item = ls.served.get(item_id)
     if item is None:
         return False
-    ls.stats.accepted += 1
+    outcome = ls.accepts.accept(item_id, length, kind)
+    if outcome is None or outcome.first:
+        ls.stats.accepted += 1
+    if outcome is not None and ls.recorder is not None:
+        ls.recorder.accept(item.uri, item_id, kind, length)
     return True
 
 
@@ -101,18 +114,24 @@ async def _suggest(
                 SPECULATION_DELAY, _speculate, ls, doc, version, ctx, ""
             )
 
+    started = time.perf_counter()
     suggestion = await ls.pipeline.complete(
         uri, ctx, still_current=still_current, method=method, line_done=line_done
     )
     if suggestion is None:
         return None
+    latency_ms = (time.perf_counter() - started) * 1000.0
     if suggestion.text and ls.speculator.settings.enabled and ls.backend is not None:
         # After the answer has gone out, not before: it must not delay it.
         asyncio.get_running_loop().call_later(
             SPECULATION_DELAY, _speculate, ls, doc, version, ctx, suggestion.text
         )
     item = ServedItem(uri, ctx.line, ctx.character, suggestion.text, suggestion.source)
-    return suggestion, ls.served.remember(item), ctx
+    item_id = ls.served.remember(item)
+    ls.accepts.shown(item_id, uri, ctx, suggestion.text, suggestion.source, latency_ms)
+    if ls.recorder is not None:
+        ls.recorder.shown(item_id, uri, ctx, suggestion.text, suggestion.source, latency_ms)
+    return suggestion, item_id, ctx
 
 
 def _speculate(

@@ -11,6 +11,13 @@ sides alternate round by round, each timed in the thread's CPU time, and the
 ratio is the median of the per-round ratios (see ``paired``).
 A last row per size shows what a full re-parse per keystroke would cost.
 
+The server's ``didChange`` also tells the acceptance bookkeeping
+(``lsp_server.server.accepts.AcceptWatch``) about every edit. Extra rows per
+size time the keystroke path with it, first with no accepted text followed in
+the document (what nearly every keystroke costs), then with
+``FOLLOWED`` accepts followed below the typing position (each edit moves them
+all), against the same tree-sitter baseline in the same run.
+
 Run: ``.venv/bin/python -m tests.bench.bench_keystroke`` (``--quick`` for a
 smoke run).
 """
@@ -32,6 +39,8 @@ from tree_sitter import Parser
 
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import syntax_context
+from lsp_server.observe.acceptance import Attribution, ShownSuggestion
+from lsp_server.server.accepts import AcceptWatch
 
 UNIT = '''
 class Inventory{n}:
@@ -62,6 +71,8 @@ def load_inventory{n}(rows: list[tuple[str, int]]) -> Inventory{n}:
 '''
 
 TYPED = "total_count"
+#: accepts followed in the document in the bookkeeping row that has some
+FOLLOWED = 16
 
 
 def python_source(lines: int) -> str:
@@ -127,19 +138,51 @@ def paired(
 
 
 def _bench_size(lines: int, repeats: int) -> list[dict[str, object]]:
-    return keystroke_rows(python_source(lines), "file:///bench.py", "python", "result = 0",
-                          repeats, lines)
+    text = python_source(lines)
+    rows = keystroke_rows(text, "file:///bench.py", "python", "result = 0", repeats, lines)
+    for followed in (0, FOLLOWED):
+        row = keystroke_rows(
+            text, "file:///bench.py", "python", "result = 0", repeats, lines, followed=followed
+        )[0]
+        rows.append({**row, "name": f"keystroke {lines} lines + acceptance, {followed} followed"})
+    return rows
+
+
+def _follow_accepts(watch: AcceptWatch, text: str, uri: str, below: int, count: int) -> None:
+    """``count`` accepts of whole lines after line ``below``, followed by ``watch``."""
+    lines = text.split("\n")
+    rows = [n for n in range(below + 1, len(lines)) if lines[n].strip()][:count]
+    for n in rows:
+        item = f"bench{n}"
+        attribution = Attribution("exact", "python", "function_definition")
+        watch.ledger.shown(ShownSuggestion(item, uri, n, 0, lines[n], attribution))
+        watch.accept(item, None, "full")
+    assert watch.ledger.pending == count
 
 
 def keystroke_rows(
-    text: str, uri: str, language_id: str, marker: str, repeats: int, lines: int
+    text: str,
+    uri: str,
+    language_id: str,
+    marker: str,
+    repeats: int,
+    lines: int,
+    *,
+    followed: int | None = None,
 ) -> list[dict[str, object]]:
-    """Keystroke, full re-parse and context rows for ``text`` (typing after ``marker``)."""
+    """Keystroke, full re-parse and context rows for ``text`` (typing after ``marker``).
+
+    ``followed``: also run the acceptance bookkeeping of ``didChange``, with
+    that many accepts followed in the document (None: the document store alone).
+    """
     line, col = _cursor(text, marker)
     keys = len(TYPED)
 
     store = DocumentStore()
     doc = store.open(uri, language_id, 1, text)
+    watch = AcceptWatch(store) if followed is not None else None
+    if watch is not None and followed:
+        _follow_accepts(watch, text, uri, line, followed)
 
     # Type TYPED, then delete it again with backspaces: the file ends as it
     # began. Each keystroke is a didChange event and the cursor after it, built
@@ -160,6 +203,17 @@ def keystroke_rows(
         for changes, cursor in strokes:
             store.change(doc.uri, doc.version + 1, changes)
             syntax_context(doc, cursor)
+
+    def watched_keystrokes() -> None:
+        assert watch is not None
+        for changes, cursor in strokes:
+            # as the didChange handler does around the document store
+            before = watch.text_before(doc.uri, changes)
+            store.change(doc.uri, doc.version + 1, changes)
+            watch.changed(doc.uri, changes, before)
+            syntax_context(doc, cursor)
+
+    ours_keystrokes = store_keystrokes if watch is None else watched_keystrokes
 
     assert doc.spec is not None
     parser = Parser(doc.spec.language)
@@ -191,14 +245,17 @@ def keystroke_rows(
             syntax_context(doc, at_marker)
 
     # warm both paths once, then alternate them round by round
-    store_keystrokes()
+    ours_keystrokes()
     tree_sitter_keystrokes()
-    ours_t, base_t, ratio = paired(store_keystrokes, tree_sitter_keystrokes, repeats)
+    ours_t, base_t, ratio = paired(ours_keystrokes, tree_sitter_keystrokes, repeats)
     ours = ours_t / len(strokes) * 1e6
     base = base_t / len(strokes) * 1e6
     full = _measure(full_parses, max(1, repeats // 4)) / len(strokes) * 1e6
     context = _measure(contexts, repeats) / len(strokes) * 1e6
     assert doc.text == text, "the benchmark's edits must leave the file unchanged"
+    if watch is not None:
+        # the followed lines moved with every edit and are where they started
+        assert watch.ledger.pending == (followed or 0)
     return [
         {
             "name": f"keystroke {lines} lines (edit+parse+context)",
@@ -231,7 +288,7 @@ def run(quick: bool = False) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for lines in sizes:
         rows.extend(_bench_size(lines, repeats))
-    small, large = rows[0], rows[3]
+    small, large = rows[0], rows[5]
     ours_growth = _num(large["value"]) / _num(small["value"])
     base_growth = _num(large["baseline"]) / _num(small["baseline"])
     rows.append(
@@ -245,7 +302,7 @@ def run(quick: bool = False) -> list[dict[str, object]]:
             "unit": "x",
         }
     )
-    context_growth = _num(rows[5]["value"]) / _num(rows[2]["value"])
+    context_growth = _num(rows[7]["value"]) / _num(rows[2]["value"])
     rows.append(
         {
             "name": f"syntax context growth {sizes[0]} -> {sizes[1]} lines",

@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 
 from lsp_server.kit.client import ServerProcess
-from tests.e2e.test_metrics_e2e import drive_completions, free_port, options, wait_for_endpoint
+from tests.e2e.test_metrics_e2e import (
+    URI,
+    drive_completions,
+    free_port,
+    options,
+    wait_for_endpoint,
+)
 from tests.support.reference import ReferenceService
 
 pytestmark = pytest.mark.e2e
@@ -25,7 +31,7 @@ pytestmark = pytest.mark.e2e
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHARTS = ("chart-hit", "chart-latency", "chart-ttft", "chart-saturation")
+CHARTS = ("chart-hit", "chart-latency", "chart-ttft", "chart-saturation", "chart-acceptance")
 FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -84,6 +90,7 @@ def browse(url: str, screenshot: Path, *, with_data: bool = True) -> dict[str, A
             "title": driver.title,
             "painted": {c: driver.execute_script(PAINTED, c) for c in CHARTS},
             "settings": driver.find_element("id", "settings").text,
+            "acceptance": driver.find_element("id", "acceptance").text,
             "hit": driver.find_element("id", "kpi-hit").text,
             "status": driver.find_element("id", "status").text,
             "ticks": {
@@ -111,6 +118,7 @@ async def test_dashboard_renders_live_charts_in_headless_chromium(
     async with ServerProcess(options(shared_reference_service, port)) as server:
         await wait_for_endpoint(base)
         await drive_completions(server)
+        await accept_one(server)
         await asyncio.sleep(1.1)  # at least two signal samples in the history
         shot = ARTIFACTS / "dashboard.png"
         seen = await asyncio.to_thread(browse, f"{base}/?interval=250", shot)
@@ -118,12 +126,24 @@ async def test_dashboard_renders_live_charts_in_headless_chromium(
     assert seen["title"] == "scopecache dashboard"
     assert all(count > 0 for count in seen["painted"].values()), seen["painted"]
     assert "hybrid" in seen["settings"] and "endpoint" in seen["settings"]
-    assert seen["hit"] == "50%"  # two exact hits of four requests
+    # the accept and retain rates by source: one of the exact hits was accepted
+    assert "source shown accepted accepted chars kept 30 s kept 120 s" in seen["acceptance"]
+    assert "exact 3 1 (33%)" in seen["acceptance"], seen["acceptance"]
+    assert seen["hit"] == "60%"  # three exact hits of five requests
     assert seen["status"].startswith("live")
     assert seen["errors"] == []
     assert shot.stat().st_size > 10_000
     for chart, ticks in seen["ticks"].items():
         assert_round_ticks(chart, ticks)
+
+
+async def accept_one(server: ServerProcess) -> None:
+    """Accept the suggestion of the first line ``drive_completions`` asks at (an exact hit)."""
+    item = await server.inline(URI, 2, 15)
+    assert item is not None and item.command is not None and item.command.arguments
+    text = item.insert_text if isinstance(item.insert_text, str) else item.insert_text.value
+    server.insert(URI, 2, 15, text)
+    assert await server.accepted(item.command.arguments[0]) == {"known": True}
 
 
 def assert_round_ticks(chart: str, ticks: list[str]) -> None:

@@ -111,8 +111,16 @@ def test_json_report_measures_every_layer_over_tls_http2(
     stats.record_served("upstream", 30.0)
     stats.record_served("upstream", 30.0)
     stats.record_served("typed", 1.0)
+    snapshot = stats.snapshot()
+    snapshot["acceptance"] = {
+        "bySource": {
+            "exact": {"retainedChars30s": 45, "measuredChars30s": 50},
+            "upstream": {"retainedChars30s": 20, "measuredChars30s": 80},
+        },
+        "windowsSeconds": [30.0, 120.0],
+    }
     stats_file = tmp_path / "stats.json"
-    stats_file.write_text(json.dumps(stats.snapshot()))
+    stats_file.write_text(json.dumps(snapshot))
     config = write_config(tmp_path / "s.toml", service.url, ca_file=str(service.ca_file))
 
     run = diagnose("--config", str(config), "--json", "--metrics-url", str(stats_file),
@@ -138,6 +146,7 @@ def test_json_report_measures_every_layer_over_tls_http2(
     overhead = run.item("client", "transport overhead")
     assert overhead["value"] >= 0.0 and "interleaved pairs, 90% bound" in overhead["hint"]
     assert run.item("client", "cache hit ratio")["value"] == pytest.approx(50.0)
+    assert run.item("client", "least kept source")["value"] == "upstream (25% kept)"
     assert KEY not in run.stdout + run.stderr
 
 

@@ -109,7 +109,7 @@ def test_neovim_ghost_text_is_accepted_and_a_second_identical_context_hits_the_c
         )
     log = server_log.read_text(encoding="utf-8", errors="replace") if server_log.exists() else ""
     assert result.returncode == 0, f"{result.stderr}\n--- server log (tail) ---\n{log[-4000:]}"
-    assert "11 tests, 0 failed" in result.stderr, result.stderr
+    assert "13 tests, 0 failed" in result.stderr, result.stderr
 
 
 def test_neovim_never_cancels_an_answered_request_and_files_the_server_log_at_its_levels(

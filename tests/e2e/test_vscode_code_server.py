@@ -638,8 +638,9 @@ def test_the_three_commands_work_and_a_settings_change_reaches_the_server(
 
     bench.run_command("scopecache: Show Cache Stats")
     wait_until(lambda: "Hit ratio:" in bench.vscode.output_channel_log(), "the stats report")
+    # the panel scrolls to the report's end: its first lines may be out of view
     wait_until(
-        lambda: "Hit ratio:" in " ".join(bench.texts(".part.panel .monaco-editor")),
+        lambda: "Transport:" in " ".join(bench.texts(".part.panel .monaco-editor")),
         "the report in the Output panel",
     )
     bench.screenshot("show-cache-stats")
@@ -789,3 +790,122 @@ def test_a_fixed_server_command_replaces_the_pending_restart_of_the_broken_one(
     assert "Stopping server failed" not in log, log
     assert len(bench.vscode.language_servers()) == 1
     assert len([t for t in bench.notifications() if "did not start" in t]) <= 1
+
+
+def acceptance_now(metrics_port: int) -> dict[str, Any]:
+    """The ``acceptance`` object of the server's stats (empty before it answers)."""
+    stats = server_stats(metrics_port) or {}
+    answer: dict[str, Any] = stats.get("acceptance", {})
+    return answer
+
+
+def accepted_since(
+    before: dict[str, Any], metrics_port: int, kind: str, times: int = 1
+) -> dict[str, Any] | None:
+    """The acceptance stats once ``times`` more accepts of ``kind`` were counted, else None."""
+    now = acceptance_now(metrics_port)
+    kinds, was = now.get("byKind", {}), before.get("byKind", {})
+    return now if kinds.get(kind, 0) >= was.get(kind, 0) + times else None
+
+
+def chars_by_source(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int]:
+    """Accepted characters added per source between two acceptance stats."""
+    old = before.get("bySource", {})
+    added = {
+        source: counts["acceptedChars"] - old.get(source, {}).get("acceptedChars", 0)
+        for source, counts in after.get("bySource", {}).items()
+    }
+    return {source: n for source, n in added.items() if n}
+
+
+def test_full_word_and_line_accepts_reach_the_stats_and_half_a_deleted_line_is_half_kept(
+    code_server_for: Callable[[dict[str, Any]], Workbench], service: ReferenceService
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    metrics_port = free_port()
+    bench = code_server_for(
+        user_settings(
+            service,
+            **{
+                "scopecache.metricsPort": metrics_port,
+                # every suggestion comes from what was typed: no prefetch
+                "scopecache.speculative.enabled": False,
+                # short enough to wait for, long enough for the keys typed before them
+                "scopecache.acceptance.shortWindowSeconds": 10,
+                "scopecache.acceptance.longWindowSeconds": 15,
+            },
+        )
+    )
+    bench.open_file("headers.py")
+    wait_until(lambda: "zap" in bench.status(), "the server to run")
+    bench.go_to_end()
+    bench.type(TYPED)
+    wait_until(lambda: bench.ghost_text() == "der(line):", "ghost text")
+    start = acceptance_now(metrics_port)
+
+    # Tab: a full accept, reported by the item's own command
+    bench.keys(Keys.TAB)
+    after_tab = wait_until(lambda: accepted_since(start, metrics_port, "full"), "the Tab accept")
+    assert after_tab["accepted"] == start["accepted"] + 1
+    (tab_source, tab_chars), = chars_by_source(start, after_tab).items()
+    assert tab_chars == len("der(line):"), tab_source
+
+    # Enter (VS Code indents the body): a suggestion of two lines; Alt+L takes the first
+    bench.keys(Keys.ENTER)
+    first_line = 'key, _, value = line.partition(":")'
+    wait_until(lambda: bench.ghost_text() == first_line, f"ghost text {first_line!r}")
+    bench.screenshot("two-line-suggestion")
+    bench.chord(Keys.ALT, "l")
+    after_line = wait_until(
+        lambda: accepted_since(after_tab, metrics_port, "line"), "the line accept"
+    )
+    (line_source, line_chars), = chars_by_source(after_tab, after_line).items()
+    assert line_chars == len(first_line) + 1, line_source  # with its line break
+    assert after_line["bySource"][line_source]["accepted"] >= 1
+
+    # Ctrl+Right twice: the next line's indentation, then "return"
+    wait_until(lambda: bench.ghost_text().strip().startswith("return"), "the second line")
+    bench.chord(Keys.CONTROL, Keys.RIGHT)
+    wait_until(lambda: accepted_since(after_line, metrics_port, "word"), "the first word accept")
+    bench.chord(Keys.CONTROL, Keys.RIGHT)
+    after_words = wait_until(
+        lambda: accepted_since(after_line, metrics_port, "word", 2), "the second word accept"
+    )
+    assert sum(chars_by_source(after_line, after_words).values()) == len("    return")
+    rest = bench.ghost_text()
+    assert rest.startswith(" key"), rest
+    bench.screenshot("after-word-accepts")
+
+    # Tab takes the rest of the line; then half of it is deleted before the short window
+    bench.keys(Keys.TAB)
+    after_rest = wait_until(
+        lambda: accepted_since(after_words, metrics_port, "full"), "the accept of the rest"
+    )
+    assert sum(chars_by_source(after_words, after_rest).values()) == len(rest)
+    half = len(rest) // 2
+    for _ in range(half):
+        bench.keys(Keys.BACKSPACE)
+    bench.save()
+    text = (bench.vscode.workspace / "headers.py").read_text()
+    assert text.endswith("\n    return" + rest[: len(rest) - half]), text
+
+    settled = wait_until(
+        lambda: (a := acceptance_now(metrics_port)).get("pending") == 0 and a,
+        "every accept's windows to be counted",
+    )
+    accepted_chars = settled["acceptedChars"] - start["acceptedChars"]
+    assert accepted_chars == len("der(line):") + len(first_line) + 1 + len("    return") + len(rest)
+    assert settled["measuredChars30s"] - start["measuredChars30s"] == accepted_chars
+    assert settled["retainedChars30s"] - start["retainedChars30s"] == accepted_chars - half
+    assert settled["retainedChars120s"] - start["retainedChars120s"] == accepted_chars - half
+    assert settled["byKind"] == {"full": 2, "word": 2, "line": 1}
+
+    # and the stats report shows it
+    bench.run_command("scopecache: Show Cache Stats")
+    wait_until(lambda: "Accepted: " in bench.vscode.output_channel_log(), "the acceptance report")
+    log = bench.vscode.output_channel_log()
+    report = r"Accepted: \d+ of \d+ shown \(\d+%\), \d+ characters \(full 2, word 2, line 1\); kept"
+    assert re.search(report, log), log
+    assert "Accepted by source: " in log
+    assert not errors(log), log

@@ -33,6 +33,8 @@ local settings = {
   cache = { l2 = "none" },
   -- upstream requests are compared exactly below; prefetch has its own tests
   speculative = { enabled = false },
+  -- accepted text is counted 1 s and 2 s after an accept (30 s and 120 s by default)
+  acceptance = { shortWindowSeconds = 1, longWindowSeconds = 2 },
 }
 local started = require("scopecache").setup({
   cmd = vim.json.decode((assert(os.getenv("SCOPECACHE_SERVER_CMD"), "SCOPECACHE_SERVER_CMD"))),
@@ -172,6 +174,106 @@ t.test("ghost text appears in a Go file too, with the default filetypes", functi
   t.truthy(languages.go and languages.go.parsed == 1, vim.inspect(languages))
 end)
 
+--- The acceptance counts of one source (zeros before it showed anything); `settled`: once
+--- every earlier accept's windows are counted.
+local function accepted_by(source, settled)
+  local acceptance = stats_now().acceptance
+  if settled then
+    acceptance = t.wait_for("earlier accepts to be counted", function()
+      local now = stats_now().acceptance
+      return now.pending == 0 and now
+    end)
+  end
+  local counts = acceptance.bySource[source] or {}
+  return {
+    accepted = counts.accepted or 0,
+    chars = counts.acceptedChars or 0,
+    kept = counts.retainedChars30s or 0,
+    counted = counts.measuredChars30s or 0,
+    kinds = acceptance.byKind,
+  }
+end
+
+--- The visible suggestion once its text is `text` (or passes `check`).
+local function suggestion_is(buf, what, check)
+  return t.wait_for(what, function()
+    local s = ghost.current(buf)
+    return s and check(s.text) and s
+  end, 20000)
+end
+
+t.test("line, word and Tab accepts are each counted with their source and characters", function()
+  local buf = open_python("accepts.py")
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "import json", "", "", "def parse_header(line):", "" })
+  -- the start of the function's body: a suggestion of two lines
+  type_at_end_of_last_line("    ")
+  local s = suggestion_is(buf, "a two-line suggestion", function(text)
+    return text:find("\n", 1, true) ~= nil
+  end)
+  local source = s.command.arguments[2].source
+  local text = s.text
+  local before = accepted_by(source, true)
+  local first_line = text:match("^[^\n]*")
+  t.feed("<M-l>", "mt")
+  suggestion_is(buf, "the rest after a line accept", function(rest)
+    return rest == text:sub(#first_line + 1)
+  end)
+  local after_line = t.wait_for("the line accept to be counted", function()
+    local now = accepted_by(source)
+    return now.kinds.line == before.kinds.line + 1 and now
+  end)
+  t.eq(before.accepted + 1, after_line.accepted, "accepted suggestions after the line accept")
+  t.eq(before.chars + #first_line, after_line.chars, "accepted characters after the line accept")
+  t.feed("<M-Right>", "mt") -- the line break and the indentation
+  t.feed("<M-Right>", "mt") -- "return"
+  local rest = suggestion_is(buf, "the rest after two word accepts", function(left)
+    return left:sub(1, 1) == " "
+  end).text
+  local after_words = t.wait_for("the word accepts to be counted", function()
+    local now = accepted_by(source)
+    return now.kinds.word == before.kinds.word + 2 and now
+  end)
+  t.eq(before.accepted + 1, after_words.accepted, "one suggestion, accepted in parts")
+  t.eq(before.chars + #text - #rest, after_words.chars, "accepted characters after the words")
+  t.feed("<Tab>", "mt")
+  local after_tab = t.wait_for("the Tab accept to be counted", function()
+    local now = accepted_by(source)
+    return now.kinds.full == before.kinds.full + 1 and now
+  end)
+  t.eq(before.chars + #text, after_tab.chars, "the whole suggestion accepted")
+  t.eq("    " .. first_line, vim.api.nvim_buf_get_lines(buf, 4, 5, false)[1])
+  t.feed("<Esc>", "nt")
+  -- left alone, every accepted character is still there after the short window
+  local kept = t.wait_for("the short window to be counted", function()
+    local now = accepted_by(source)
+    return now.counted >= before.counted + #text and now
+  end)
+  t.eq(before.kept + #text, kept.kept, "kept characters")
+end)
+
+t.test("deleting half of an accepted line before the short window keeps half", function()
+  local buf = open_python("retained.py")
+  type_at_end_of_last_line(TYPED)
+  local s = suggestion_is(buf, "ghost text", function(text)
+    return text == GHOST
+  end)
+  local source = s.command.arguments[2].source
+  local before = accepted_by(source, true)
+  t.feed("<Tab>", "mt")
+  t.wait_for("the accepted line", function()
+    return vim.api.nvim_buf_get_lines(buf, 4, 5, false)[1] == ACCEPTED
+  end, 5000)
+  t.feed("<Esc>", "nt")
+  local half = math.floor(#GHOST / 2)
+  vim.api.nvim_buf_set_text(buf, 4, #ACCEPTED - #GHOST + half, 4, #ACCEPTED, {})
+  local after = t.wait_for("the short window to be counted", function()
+    local now = accepted_by(source)
+    return now.counted >= before.counted + #GHOST and now
+  end)
+  t.eq(before.chars + #GHOST, after.chars, "accepted characters")
+  t.eq(before.kept + half, after.kept, "kept characters")
+end)
+
 t.test(":ScopeCacheStats shows the hit in a floating window", function()
   vim.cmd("ScopeCacheStats")
   local win = t.wait_for("the stats window", function()
@@ -185,6 +287,9 @@ t.test(":ScopeCacheStats shows the hit in a floating window", function()
   local typed = tonumber(text:match("typed (%d+)")) or 0
   t.truthy(exact + typed >= 1, text)
   t.truthy(text:match("upstream    1 requests") or text:match("upstream    %d+ requests"), text)
+  -- and what was accepted and kept
+  t.truthy(text:match("accepted    %d+ of %d+ shown %(%d+%%%), %d+ chars; full %d+, word 2, line 1"), text)
+  t.truthy(text:match("kept        %d+%% after 1s"), text)
   vim.api.nvim_win_close(win, true)
 end)
 

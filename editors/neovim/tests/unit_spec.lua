@@ -84,6 +84,66 @@ t.test("stats are formatted with the hit ratio and every source", function()
   t.truthy(text:find("hybrid, 2 of 2048 entries", 1, true), text)
 end)
 
+t.test("accept details count UTF-16 code units and name the kind", function()
+  local accepts = require("scopecache.accepts")
+  t.eq(3, accepts.utf16_len("a😀"))
+  t.eq({ kind = "word", acceptedLength = 5 }, accepts.details("word", "value", false))
+  t.eq({ kind = "full", acceptedLength = 5 }, accepts.details("line", "value", true))
+  t.eq({ kind = "full", acceptedLength = 2 }, accepts.details("all", "é!", true))
+end)
+
+t.test("word, line and full accepts are each reported with what is accepted so far", function()
+  local lsp = require("scopecache.lsp")
+  local reported = {}
+  local report, client = lsp.report_accepted, lsp.client
+  lsp.report_accepted = function(_, command, _, details)
+    table.insert(reported, { command.arguments[1], details.kind, details.acceptedLength })
+  end
+  lsp.client = function()
+    return {}
+  end
+  local buf = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_set_current_buf(buf)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "    k" })
+  local item = {
+    insertText = 'key = f(":")\n    return key',
+    range = { start = { line = 0, character = 4 }, ["end"] = { line = 0, character = 5 } },
+    command = { command = "scopecache.accepted", arguments = { "s7", { source = "exact" } } },
+  }
+  ghost.show(buf, ghost.suggestion(buf, item, "utf-16", 0, 5), { hl_group = "Comment" })
+  ghost.accept(buf, "word", {})
+  ghost.accept(buf, "line", {})
+  ghost.accept(buf, "all", {})
+  lsp.report_accepted, lsp.client = report, client
+  t.eq({ "    key = f(\":\")", "    return key" }, vim.api.nvim_buf_get_lines(buf, 0, -1, false))
+  -- "k" was typed before the suggestion showed: lengths count from the item's start
+  t.eq({ { "s7", "word", 3 }, { "s7", "line", 12 }, { "s7", "full", 27 } }, reported)
+end)
+
+t.test("the acceptance stats are shown per source with their rates", function()
+  local lines = stats.acceptance_lines({
+    acceptance = {
+      shown = 10, accepted = 4, acceptedChars = 120,
+      retainedChars30s = 90, measuredChars30s = 100, retainedChars120s = 60, measuredChars120s = 100,
+      byKind = { full = 2, word = 3, line = 1 },
+      windowsSeconds = { 30, 120 },
+      bySource = {
+        exact = { shown = 4, accepted = 3, acceptedChars = 100, retainedChars30s = 90,
+                  measuredChars30s = 100, retainedChars120s = 60, measuredChars120s = 100 },
+        upstream = { shown = 6, accepted = 1, acceptedChars = 20, retainedChars30s = 0,
+                     measuredChars30s = 0, retainedChars120s = 0, measuredChars120s = 0 },
+      },
+      mutedSources = { "upstream" },
+    },
+  })
+  local text = table.concat(lines, "\n")
+  t.truthy(text:find("accepted    4 of 10 shown (40%), 120 chars; full 2, word 3, line 1", 1, true), text)
+  t.truthy(text:find("kept        90% after 30s, 60% after 120s", 1, true), text)
+  t.truthy(text:find("  exact       4 shown, 3 accepted (75%), 100 chars, kept 90% / 60%", 1, true), text)
+  t.truthy(text:find("upstream    6 shown, 1 accepted (17%), 20 chars, kept - / - (muted)", 1, true), text)
+  t.eq({}, stats.acceptance_lines({ served = {} }))
+end)
+
 t.test("stats before the first suggestion show a dash", function()
   t.truthy(stats.format({ served = {} })[2]:find("hit ratio   %- of 0 served"))
 end)

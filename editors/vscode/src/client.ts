@@ -32,6 +32,7 @@ import {
 
 import { RestartBackoff } from "./backoff";
 import { LANGUAGES } from "./languages";
+import { ShownSuggestions } from "./partialAccepts";
 import { ServerLogReader } from "./serverLog";
 import { ServerSetupError } from "./serverInstall";
 import { SECTION, type SettingReader, buildServerSettings, configuredCommand, serverOptions } from "./settings";
@@ -107,6 +108,9 @@ export class ScopeCacheClient implements vscode.Disposable {
 
   /** Fires when the server starts, runs, stops or waits to restart. */
   readonly onDidChangeState = this.stateChanged.event;
+
+  /** The inline suggestions the server sent lately (for word and line accepts). */
+  readonly shown = new ShownSuggestions();
 
   /**
    * `bundledCommand` gives the server's argv when `scopecache.server.command`
@@ -188,6 +192,11 @@ export class ScopeCacheClient implements vscode.Disposable {
       initializationFailedHandler: () => false,
       errorHandler: new CrashHandler(() => (client ? this.crashed(client) : undefined)),
       middleware: {
+        provideInlineCompletionItems: async (document, position, context, token, next) => {
+          const result = await next(document, position, context, token);
+          this.shown.remember(document, position, result);
+          return result;
+        },
         workspace: {
           // Answer pull-style configuration requests with the same mapped object.
           configuration: (params: ConfigurationParams, token: CancellationToken, next: ConfigurationRequest.HandlerSignature) => {

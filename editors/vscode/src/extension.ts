@@ -1,13 +1,16 @@
 /**
- * Extension entry point: wires the language client, the status bar item and
- * the commands "Show Cache Stats", "Clear Cache" and "Restart Server".
+ * Extension entry point: wires the language client, the status bar item, the
+ * commands "Show Cache Stats", "Clear Cache" and "Restart Server", and the
+ * word and line accepts of suggestions (reported to the server).
  */
 import * as vscode from "vscode";
 
 import { BundledServer } from "./bundledServer";
 import { ScopeCacheClient, configurationReader } from "./client";
+import { registerPartialAccepts } from "./partialAccepts";
 import { RESTART_KEYS, SECTION } from "./settings";
 import {
+  ACCEPTED_COMMAND,
   CLEAR_CACHE_METHOD,
   STATS_METHOD,
   type ServerStats,
@@ -41,6 +44,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     running,
     statusBar,
     running.onDidChangeState(() => void statusBar.refresh()),
+    registerPartialAccepts(running.shown, (args) =>
+      running.isRunning()
+        ? running.request("workspace/executeCommand", { command: ACCEPTED_COMMAND, arguments: args })
+        : undefined,
+    ),
     vscode.commands.registerCommand("scopecache.showStats", async () => {
       try {
         const stats = await fetchStats();

@@ -19,6 +19,26 @@ export interface ServedCounts {
   [source: string]: number | undefined;
 }
 
+/** What the developer accepted and kept, for one group (overall, or one source). */
+export interface AcceptanceCounts {
+  shown: number;
+  accepted: number;
+  acceptedChars: number;
+  retainedChars30s: number;
+  retainedChars120s: number;
+  /** Accepted characters whose short / long window has been counted. */
+  measuredChars30s?: number;
+  measuredChars120s?: number;
+}
+
+/** `acceptance` of `scopecache/stats`. */
+export interface AcceptanceStats extends AcceptanceCounts {
+  bySource?: Record<string, AcceptanceCounts>;
+  byKind?: { full?: number; word?: number; line?: number };
+  windowsSeconds?: number[];
+  mutedSources?: string[];
+}
+
 /** The fields of `scopecache/stats` the extension reads (the server may send more). */
 export interface ServerStats {
   requests: number;
@@ -29,6 +49,7 @@ export interface ServerStats {
   latencyMs: { p50: number | null; p95: number | null; p99: number | null };
   cache: { policy: string; capacity: number; size: number };
   transport: { dnsLookups: number; connectionsOpened: number; circuit?: string };
+  acceptance?: AcceptanceStats;
 }
 
 /** Where the language server is in its life, as the extension sees it. */
@@ -98,6 +119,37 @@ function ms(value: number | null | undefined): string {
   return typeof value === "number" ? `${value.toFixed(1)} ms` : "–";
 }
 
+function percent(part: number | undefined, whole: number | undefined): string {
+  return count(whole) > 0 ? `${Math.round((100 * count(part)) / count(whole))}%` : "–";
+}
+
+/**
+ * What was accepted and kept, in two lines (overall, then by source); none
+ * before the server showed anything. "Kept" is the share of the accepted
+ * characters counted so far that were still in the file after each window.
+ */
+export function formatAcceptance(acceptance: AcceptanceStats | undefined): string[] {
+  if (!acceptance || count(acceptance.shown) === 0) {
+    return [];
+  }
+  const [short, long] = acceptance.windowsSeconds ?? [30, 120];
+  const kinds = acceptance.byKind ?? {};
+  const muted = new Set(acceptance.mutedSources ?? []);
+  const sources = Object.entries(acceptance.bySource ?? {}).map(
+    ([source, c]) =>
+      `${source}${muted.has(source) ? " (muted)" : ""} ${count(c.accepted)} of ${count(c.shown)}, ` +
+      `kept ${percent(c.retainedChars30s, c.measuredChars30s)} / ${percent(c.retainedChars120s, c.measuredChars120s)}`,
+  );
+  return [
+    `Accepted: ${count(acceptance.accepted)} of ${count(acceptance.shown)} shown ` +
+      `(${percent(acceptance.accepted, acceptance.shown)}), ${count(acceptance.acceptedChars)} characters ` +
+      `(full ${count(kinds.full)}, word ${count(kinds.word)}, line ${count(kinds.line)}); ` +
+      `kept ${percent(acceptance.retainedChars30s, acceptance.measuredChars30s)} after ${short} s, ` +
+      `${percent(acceptance.retainedChars120s, acceptance.measuredChars120s)} after ${long} s`,
+    `Accepted by source: ${sources.join("; ") || "none yet"}`,
+  ];
+}
+
 /** A plain-text report of the stats, one fact per line (tooltip and "Show Cache Stats"). */
 export function formatStatsReport(stats: ServerStats, state: UpstreamState): string {
   const served = stats.served ?? {};
@@ -112,5 +164,6 @@ export function formatStatsReport(stats: ServerStats, state: UpstreamState): str
     `Latency: p50 ${ms(stats.latencyMs?.p50)}, p95 ${ms(stats.latencyMs?.p95)}, p99 ${ms(stats.latencyMs?.p99)}`,
     `Cache: ${stats.cache?.policy ?? "?"}, ${count(stats.cache?.size)} of ${count(stats.cache?.capacity)} entries`,
     `Transport: ${count(stats.transport?.dnsLookups)} DNS lookups, ${count(stats.transport?.connectionsOpened)} connections opened`,
+    ...formatAcceptance(stats.acceptance),
   ].join("\n");
 }

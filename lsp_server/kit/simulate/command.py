@@ -3,7 +3,9 @@
 Without ``--timed`` the policies and key designs are compared on the trace
 (``simulate``); with it, the client designs in trace time
 (``timed``). Either way the result is a table, ``--json`` (the
-objects DESIGN.md fixes) or a ``--plot`` (``report``).
+objects DESIGN.md fixes) or a ``--plot`` (``report``). A trace a server
+recorded with its suggestions also reports what the developer accepted and
+kept in that session (``acceptance``, as ``scopecache/stats`` showed it).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
+from lsp_server.kit.acceptance import acceptance_rows, trace_acceptance
 from lsp_server.kit.simulate import report
 from lsp_server.kit.simulate.requests import collect_requests
 from lsp_server.kit.simulate.strategies import POLICY_STRATEGIES, STRATEGY_NAMES
@@ -97,15 +101,25 @@ def run(args: argparse.Namespace) -> int:
         except report.PlotUnavailable as exc:
             err.print(f"scopecache simulate: {exc}")
             return 2
+    acceptance = trace_acceptance(args.trace)
     if args.json:
         data = report.report_json(results, capacities, policies)
+        if acceptance["shown"]:
+            data["acceptance"] = acceptance
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         out = Console()
         report.render_table(results, out)
+        _print_acceptance(out, acceptance)
         if args.plot:
             out.print(f"plot written to {args.plot}")
     return 0
+
+
+def _print_acceptance(out: Any, acceptance: dict[str, Any]) -> None:
+    """The recorded session's acceptance, one line per measure (nothing when none was shown)."""
+    for measure, value in acceptance_rows(acceptance):
+        out.print(f"recorded {measure}: {value}")
 
 
 def run_timed(args: argparse.Namespace) -> int:
@@ -142,14 +156,18 @@ def run_timed(args: argparse.Namespace) -> int:
         except report.PlotUnavailable as exc:
             err.print(f"scopecache simulate: {exc}")
             return 2
+    acceptance = trace_acceptance(args.trace)
     if args.json:
         data = report.timed_json(main, token_ms=token_ms)
+        if acceptance["shown"]:
+            data["acceptance"] = acceptance
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         out = Console()
         if out.width < report.TIMED_TABLE_WIDTH:
             out = Console(width=report.TIMED_TABLE_WIDTH)  # cut figures help nobody
         report.render_timed_table(main, out, token_ms=token_ms)
+        _print_acceptance(out, acceptance)
         if args.plot:
             out.print(f"plot written to {args.plot}")
     return 0

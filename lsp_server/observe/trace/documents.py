@@ -9,11 +9,13 @@ self-check can see the text an event acts on.
 from __future__ import annotations
 
 from lsp_server.observe.trace.format import (
+    AcceptEvent,
     ChangeEvent,
     CompleteEvent,
     Event,
     OpenEvent,
     Position,
+    ShownEvent,
     TextChange,
     utf16_to_index,
 )
@@ -71,8 +73,10 @@ class TraceDocuments:
         elif isinstance(event, ChangeEvent):
             for change in event.changes:
                 self._change(event.uri, change)
-        elif isinstance(event, CompleteEvent):
+        elif isinstance(event, CompleteEvent | ShownEvent):
             self.check(event.uri, event.position)
+        elif isinstance(event, AcceptEvent):
+            self._doc(event.uri)
         else:
             self._doc(event.uri)
             del self._lines[event.uri]

@@ -3,7 +3,18 @@
 Line 1 is the header (``format``, ``version``, ``final`` texts, ``meta``);
 every further line is one event: ``open``, ``change``, ``complete`` or
 ``close``, with ``t`` in seconds from the start and LSP positions in UTF-16
-code units. This module holds the record types and their JSON shapes;
+code units. A recording server adds two more, which replay and simulate read
+to report what the developer kept (``lsp_server.kit.acceptance``); readers
+that need only the four above ignore them:
+
+* ``shown``: a suggestion went out (``item`` id, ``position``, ``text``,
+  ``source``, ``language``, ``scope`` kind, ``latencyMs``);
+* ``accept``: the editor accepted it (``item``, ``kind`` full / word /
+  line, and ``acceptedLength``, UTF-16 code units of its text accepted so
+  far, absent for all of it). The edit itself is an ordinary ``change``.
+
+A recorded header's ``meta`` then holds ``acceptance.windowsSeconds`` and
+the session's length in ``seconds``. This module holds the record types and their JSON shapes;
 ``reader`` reads and validates a trace (``TraceError("trace.jsonl:17:
 ...")``), ``writer`` writes one, and ``documents`` keeps the
 plain text of every open document while a trace is read.
@@ -23,7 +34,10 @@ logger = logging.getLogger(__name__)
 
 TRACE_FORMAT = "scopecache-trace"
 TRACE_VERSION = 1
-OPS = ("open", "change", "complete", "close")
+OPS = ("open", "change", "complete", "close", "shown", "accept")
+#: how much of a suggestion an ``accept`` event took
+AcceptKind = Literal["full", "word", "line"]
+ACCEPT_KINDS: tuple[str, ...] = ("full", "word", "line")
 CompletionKind = Literal["inline", "list"]
 
 
@@ -128,7 +142,35 @@ class CloseEvent:
     op: Literal["close"] = "close"
 
 
-Event = OpenEvent | ChangeEvent | CompleteEvent | CloseEvent
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ShownEvent:
+    """A suggestion went out at ``position`` (recorded by a server, after its ``complete``)."""
+
+    t: float
+    uri: str
+    item: str
+    position: Position
+    text: str
+    source: str
+    language: str
+    scope: str
+    latency_ms: float = 0.0
+    op: Literal["shown"] = "shown"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AcceptEvent:
+    """The editor accepted the suggestion ``item``; ``length`` None: all of it."""
+
+    t: float
+    uri: str
+    item: str
+    kind: AcceptKind = "full"
+    length: int | None = None
+    op: Literal["accept"] = "accept"
+
+
+Event = OpenEvent | ChangeEvent | CompleteEvent | CloseEvent | ShownEvent | AcceptEvent
 
 
 @dataclass(kw_only=True)
@@ -169,4 +211,17 @@ def event_to_json(event: Event) -> dict[str, Any]:
         data["kind"] = event.kind
         if event.expect is not None:
             data["expect"] = event.expect
+    elif isinstance(event, ShownEvent):
+        data["item"] = event.item
+        data["position"] = event.position.to_json()
+        data["text"] = event.text
+        data["source"] = event.source
+        data["language"] = event.language
+        data["scope"] = event.scope
+        data["latencyMs"] = round(event.latency_ms, 3)
+    elif isinstance(event, AcceptEvent):
+        data["item"] = event.item
+        data["kind"] = event.kind
+        if event.length is not None:
+            data["acceptedLength"] = event.length
     return data

@@ -15,15 +15,18 @@ from typing import IO, Any
 
 from lsp_server.observe.trace.documents import TraceDocuments
 from lsp_server.observe.trace.format import (
+    ACCEPT_KINDS,
     OPS,
     TRACE_FORMAT,
     TRACE_VERSION,
+    AcceptEvent,
     ChangeEvent,
     CloseEvent,
     CompleteEvent,
     Event,
     OpenEvent,
     Position,
+    ShownEvent,
     TextChange,
     Trace,
     TraceError,
@@ -92,6 +95,31 @@ def event_from_json(data: Any) -> Event:
         return CompleteEvent(
             t=t, uri=uri, position=_position(data.get("position")), kind=kind, expect=expect
         )
+    if op == "shown":
+        latency = data.get("latencyMs", 0.0)
+        if isinstance(latency, bool) or not isinstance(latency, int | float):
+            raise ValueError("'latencyMs' must be a number")
+        return ShownEvent(
+            t=t,
+            uri=uri,
+            item=_require(data, "item", str),
+            position=_position(data.get("position")),
+            text=_require(data, "text", str),
+            source=_require(data, "source", str),
+            language=_require(data, "language", str),
+            scope=_require(data, "scope", str),
+            latency_ms=float(latency),
+        )
+    if op == "accept":
+        kind = data.get("kind", "full")
+        if kind not in ACCEPT_KINDS:
+            raise ValueError(f"unknown accept kind {kind!r}")
+        length = data.get("acceptedLength")
+        if length is not None and (
+            isinstance(length, bool) or not isinstance(length, int) or length < 0
+        ):
+            raise ValueError("'acceptedLength' must be an integer >= 0")
+        return AcceptEvent(t=t, uri=uri, item=_require(data, "item", str), kind=kind, length=length)
     return CloseEvent(t=t, uri=uri)
 
 
@@ -122,7 +150,7 @@ def iter_trace(path: str | Path) -> tuple[TraceHeader, Iterator[tuple[Event, Tra
                     if event.t < last_t:
                         raise ValueError(f"'t' goes backwards ({event.t} < {last_t})")
                     last_t = event.t
-                    if isinstance(event, CompleteEvent):
+                    if isinstance(event, CompleteEvent | ShownEvent):
                         docs.check(event.uri, event.position)
                     yield event, docs
                     docs.apply(event)

@@ -28,11 +28,13 @@ def register(server: ScopecacheServer) -> None:
     def did_change(ls: ScopecacheServer, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
         started = time.perf_counter()
+        before = ls.accepts.text_before(uri, params.content_changes)
         try:
             ls.documents.change(uri, params.text_document.version, params.content_changes)
         except UnknownDocumentError:
             logger.warning("didChange for a document that is not open: %s", uri)
             return
+        ls.accepts.changed(uri, params.content_changes, before)
         ls.metrics.record_keystroke(time.perf_counter() - started)
         ls.stats.keystrokes += 1
         changes = params.content_changes
@@ -53,6 +55,7 @@ def register(server: ScopecacheServer) -> None:
         ls.pipeline.turns.forget(uri)
         ls.speculator.forget(uri)
         ls.cross_file.forget(uri)
+        ls.accepts.closed(uri)
         if ls.recorder is not None:
             ls.recorder.close(uri)
         ls.documents.close(uri)

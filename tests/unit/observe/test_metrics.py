@@ -201,3 +201,32 @@ def test_token_numbers_the_service_reported_are_prometheus_counters_by_kind() ->
     tokens = {s.labels["kind"]: s.value for s in families["scopecache_upstream_tokens"].samples
               if s.name.endswith("_total")}  # fmt: skip
     assert tokens == {"prompt": 120, "evaluated": 20, "cached": 100, "generated": 16}
+
+
+def test_acceptance_by_source_is_exported_as_counters() -> None:
+    counts = {
+        "shown": 4, "accepted": 2, "acceptedChars": 30, "retainedChars30s": 24,
+        "retainedChars120s": 20, "measuredChars30s": 30, "measuredChars120s": 30,
+    }  # fmt: skip
+    acceptance = {
+        "bySource": {"exact": counts},
+        "byKind": {"full": 1, "word": 1, "line": 0},
+        "muted": {"upstream": 3},
+    }
+    body, _ = exposition(stats(acceptance=acceptance), MetricsRegistry())
+    families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+
+    def values(name: str) -> dict[tuple[str, ...], float]:
+        return {
+            tuple(s.labels.values()): s.value
+            for s in families[name].samples
+            if s.name.endswith("_total")
+        }
+
+    assert values("scopecache_suggestions_shown") == {("exact",): 4}
+    assert values("scopecache_suggestions_accepted") == {("exact",): 2}
+    assert values("scopecache_accepted_chars") == {("exact",): 30}
+    assert values("scopecache_retained_chars") == {("exact", "short"): 24, ("exact", "long"): 20}
+    assert values("scopecache_retained_measured_chars")[("exact", "long")] == 30
+    assert values("scopecache_accepts")[("word",)] == 1
+    assert values("scopecache_muted_suggestions") == {("upstream",): 3}

@@ -7,11 +7,13 @@ import pytest
 
 from lsp_server.observe.trace.documents import TraceDocuments
 from lsp_server.observe.trace.format import (
+    AcceptEvent,
     ChangeEvent,
     CloseEvent,
     CompleteEvent,
     OpenEvent,
     Position,
+    ShownEvent,
     TextChange,
     Trace,
     TraceError,
@@ -176,3 +178,53 @@ def test_writer_accepts_an_open_stream(tmp_path: Path) -> None:
         writer.close()
         assert not fh.closed
     assert read_trace(path).events == [OpenEvent(t=0, uri=URI, text="")]
+
+
+def test_shown_and_accept_events_round_trip(tmp_path: Path) -> None:
+    trace = Trace(
+        header=TraceHeader(final={URI: "x = f(1)\n"}, meta={}),
+        events=[
+            OpenEvent(t=0.0, uri=URI, text="x = \n"),
+            CompleteEvent(t=0.1, uri=URI, position=Position(0, 4)),
+            ShownEvent(
+                t=0.11,
+                uri=URI,
+                item="s1",
+                position=Position(0, 4),
+                text="f(1)",
+                source="upstream",
+                language="python",
+                scope="module",
+                latency_ms=3.25,
+            ),
+            ChangeEvent(t=0.2, uri=URI, changes=(TextChange("f(", (Position(0, 4),) * 2),)),
+            AcceptEvent(t=0.21, uri=URI, item="s1", kind="word", length=2),
+            AcceptEvent(t=0.3, uri=URI, item="s1"),
+        ],
+    )
+    path = tmp_path / "t.jsonl"
+    write_trace(path, trace)
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert lines[3]["op"] == "shown" and lines[3]["latencyMs"] == 3.25
+    assert lines[5] == {
+        "t": 0.21, "op": "accept", "uri": URI, "item": "s1", "kind": "word", "acceptedLength": 2
+    }  # fmt: skip
+    assert "acceptedLength" not in lines[6]
+    assert read_trace(path).events == trace.events
+
+
+def test_a_shown_position_outside_the_document_is_rejected(tmp_path: Path) -> None:
+    shown = {
+        "t": 1, "op": "shown", "uri": URI, "item": "s1", "position": {"line": 0, "character": 9},
+        "text": "x", "source": "exact", "language": "python", "scope": "module",
+    }  # fmt: skip
+    path = _write_lines(tmp_path / "t.jsonl", HEADER, [OPEN, shown])
+    with pytest.raises(TraceError, match=r"t\.jsonl:3: .*past the end"):
+        read_trace(path)
+
+
+def test_an_unknown_accept_kind_is_rejected(tmp_path: Path) -> None:
+    accept = {"t": 1, "op": "accept", "uri": URI, "item": "s1", "kind": "char"}
+    path = _write_lines(tmp_path / "t.jsonl", HEADER, [OPEN, accept])
+    with pytest.raises(TraceError, match=r"t\.jsonl:3: unknown accept kind 'char'"):
+        read_trace(path)

@@ -3,6 +3,7 @@
 -- draws the first suggestion with extmarks in the "scopecache" namespace
 -- (virtual text at the cursor, further lines as virtual lines).
 local lsp = require("scopecache.lsp")
+local accepts = require("scopecache.accepts")
 
 local M = {}
 
@@ -20,6 +21,8 @@ local TRIGGER_AUTOMATIC = 2
 ---@field replace_end integer|nil byte column the item's range ends at, on the cursor's row
 ---@field command table|nil the item's command (reported on accept)
 ---@field tick integer b:changedtick when shown
+---@field typed string what of the item's text was already typed when it was shown
+---@field accepted string|nil what of the rest was accepted so far (word / line accepts)
 
 --- Per-buffer state: the visible suggestion, the pending request, the tick we caused.
 local buffers = {}
@@ -71,6 +74,7 @@ end
 function M.suggestion(bufnr, item, encoding, row, col)
   local text = item_text(item)
   local replace_end
+  local typed = ""
   if item.range then
     local start, finish = item.range.start, item.range["end"]
     if start.line ~= row or finish.line ~= row then
@@ -82,7 +86,7 @@ function M.suggestion(bufnr, item, encoding, row, col)
     if start_col > col then
       return nil
     end
-    local typed = line:sub(start_col + 1, col)
+    typed = line:sub(start_col + 1, col)
     if text:sub(1, #typed) ~= typed then
       return nil -- the user typed something else than the suggestion starts with
     end
@@ -99,6 +103,7 @@ function M.suggestion(bufnr, item, encoding, row, col)
     replace_end = replace_end,
     command = item.command,
     tick = api.nvim_buf_get_changedtick(bufnr),
+    typed = typed,
   }
 end
 
@@ -253,8 +258,10 @@ function M.accept(bufnr, kind, opts)
   local st = state(bufnr)
   M.clear(bufnr)
   local row, col = insert(bufnr, s, part, rest == "" and s.replace_end or nil)
+  local accepted = (s.accepted or "") .. part
+  local details = accepts.details(kind or "all", (s.typed or "") .. accepted, rest == "")
+  lsp.report_accepted(lsp.client(bufnr), s.command, bufnr, details)
   if rest == "" then
-    lsp.report_accepted(lsp.client(bufnr), s.command, bufnr)
     return true
   end
   -- keep showing what is left; our own edit must not trigger a new request
@@ -262,6 +269,7 @@ function M.accept(bufnr, kind, opts)
     row = row,
     col = col,
     text = rest,
+    accepted = accepted,
     tick = api.nvim_buf_get_changedtick(bufnr),
   })
   st.own_tick = left.tick

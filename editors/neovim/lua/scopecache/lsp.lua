@@ -32,15 +32,20 @@ function M.cancel(client, request_id)
 end
 
 --- Reports an accepted suggestion (the item's command) to the server.
----@param client table
+---@param client table|nil
 ---@param command table|nil lsp.Command from the inline completion item
-function M.report_accepted(client, command, bufnr)
-  if not command or not command.command then
+---@param details table|nil { kind, acceptedLength } of a word or line accept (scopecache.accepts)
+function M.report_accepted(client, command, bufnr, details)
+  if not client or not command or not command.command then
     return
+  end
+  local arguments = command.arguments
+  if details then
+    arguments = vim.list_extend(vim.deepcopy(type(arguments) == "table" and arguments or {}), { details })
   end
   M.request(client, "workspace/executeCommand", {
     command = command.command,
-    arguments = command.arguments,
+    arguments = arguments,
   }, function() end, bufnr)
 end
 

@@ -26,6 +26,48 @@ local function ms(value)
   return type(value) == "number" and ("%.1f ms"):format(value) or "-"
 end
 
+local function percent(part, whole)
+  return n(whole) > 0 and ("%d%%"):format(math.floor(100 * n(part) / n(whole) + 0.5)) or "-"
+end
+
+--- What the developer accepted and kept (stats.acceptance), as display lines; none before
+--- anything was shown.
+---@return string[]
+function M.acceptance_lines(stats)
+  local a = stats.acceptance
+  if type(a) ~= "table" or n(a.shown) == 0 then
+    return {}
+  end
+  local windows = type(a.windowsSeconds) == "table" and a.windowsSeconds or { 30, 120 }
+  local kinds = a.byKind or {}
+  local lines = {
+    ("accepted    %d of %d shown (%s), %d chars; full %d, word %d, line %d"):format(
+      n(a.accepted), n(a.shown), percent(a.accepted, a.shown), n(a.acceptedChars),
+      n(kinds.full), n(kinds.word), n(kinds.line)
+    ),
+    ("kept        %s after %gs, %s after %gs (of the accepted chars counted)"):format(
+      percent(a.retainedChars30s, a.measuredChars30s), n(windows[1]),
+      percent(a.retainedChars120s, a.measuredChars120s), n(windows[2])
+    ),
+  }
+  local muted = {}
+  for _, source in ipairs(a.mutedSources or {}) do
+    muted[source] = true
+  end
+  local sources = vim.tbl_keys(a.bySource or {})
+  table.sort(sources)
+  for _, source in ipairs(sources) do
+    local c = a.bySource[source]
+    table.insert(lines, ("  %-11s %d shown, %d accepted (%s), %d chars, kept %s / %s%s"):format(
+      source, n(c.shown), n(c.accepted), percent(c.accepted, c.shown), n(c.acceptedChars),
+      percent(c.retainedChars30s, c.measuredChars30s),
+      percent(c.retainedChars120s, c.measuredChars120s),
+      muted[source] and " (muted)" or ""
+    ))
+  end
+  return lines
+end
+
 --- The stats as display lines.
 ---@return string[]
 function M.format(stats)
@@ -45,7 +87,7 @@ function M.format(stats)
   local latency = stats.latencyMs or {}
   local cache = stats.cache or {}
   local transport = stats.transport or {}
-  return {
+  local lines = {
     "scopecache",
     ("hit ratio   %s of %d served"):format(ratio and ("%d%%"):format(math.floor(ratio * 100 + 0.5)) or "-", total),
     "served      " .. (#parts > 0 and table.concat(parts, ", ") or "none yet"),
@@ -58,6 +100,7 @@ function M.format(stats)
       n(transport.connectionsOpened)
     ),
   }
+  return vim.list_extend(lines, M.acceptance_lines(stats))
 end
 
 local function with_client(method, callback)

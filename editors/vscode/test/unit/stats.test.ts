@@ -76,3 +76,31 @@ test("while the server starts the status item says so instead of 'not running'",
   assert.match(serverStateStatus("restarting").text, /sync~spin/);
   assert.equal(serverStateStatus("stopped").text, "$(circle-slash) scopecache");
 });
+
+test("the report lists what was accepted and kept, overall and by source", () => {
+  const counts = {
+    shown: 8, accepted: 2, acceptedChars: 40,
+    retainedChars30s: 30, retainedChars120s: 20, measuredChars30s: 40, measuredChars120s: 40,
+  };
+  const report = formatStatsReport(
+    stats({
+      acceptance: {
+        ...counts,
+        bySource: { exact: counts, upstream: { ...counts, accepted: 0, measuredChars30s: 0, measuredChars120s: 0 } },
+        byKind: { full: 1, word: 2, line: 1 },
+        windowsSeconds: [30, 120],
+        mutedSources: ["upstream"],
+      },
+    }),
+    "ok",
+  );
+  assert.match(
+    report,
+    /Accepted: 2 of 8 shown \(25%\), 40 characters \(full 1, word 2, line 1\); kept 75% after 30 s, 50% after 120 s/,
+  );
+  assert.match(report, /Accepted by source: exact 2 of 8, kept 75% \/ 50%; upstream \(muted\) 0 of 8, kept – \/ –$/);
+});
+
+test("nothing about acceptance before anything was shown", () => {
+  assert.doesNotMatch(formatStatsReport(stats(), "ok"), /Accepted:/);
+});

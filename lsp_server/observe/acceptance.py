@@ -1,0 +1,542 @@
+"""What the developer kept: suggestions shown, accepted, and still in the file later.
+
+One ``AcceptanceLedger`` per server (and one per recorded session the tuning
+kit reads back). It is told three things:
+
+* ``shown``: a suggestion went out (its id, where, its text, and its
+  ``Attribution``: source, language, scope kind);
+* ``accept``: the editor accepted it, in full or a part (a word, a line):
+  the newly accepted characters start to be followed (``AcceptedRange``);
+* ``edit`` / ``replaced`` / ``closed``: what happens to the documents
+  afterwards. A document with no accepted text being followed costs one
+  dictionary lookup per change; one that has costs a constant per followed
+  accept (at most ``PENDING_KEPT`` of them, the oldest counted early).
+
+After the short and the long window (``acceptance.shortWindowSeconds``, 30 s,
+and ``longWindowSeconds``, 120 s) ``measure_due`` counts how many accepted
+characters are still there (``kept_chars``). Time comes from the injected
+``clock``; nothing here sleeps or schedules: the owner asks ``due()`` when
+the next count is and calls ``measure_due`` then (the server with one loop
+timer, the kit in trace time), so tests drive it with a fake clock.
+
+The counts are kept per attribution and summed in ``snapshot`` overall and
+by source, language and scope kind. ``muted`` tells the completion pipeline
+to stop serving from a source whose latest suggestions were kept too little
+(``acceptance.muteBelow``; off by default).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import time
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from lsp_server.observe.retained import (
+    AcceptedRange,
+    Point,
+    Units,
+    advance,
+    extent,
+    kept_chars,
+    measured_length,
+    utf16_units,
+)
+from lsp_server.observe.stats import percentile
+
+logger = logging.getLogger(__name__)
+
+#: accepts followed at once; past it the oldest is counted early. Each costs
+#: about half a microsecond on an edit that moves it (a line break above it):
+#: 64 keep that under 50 us, and are one accept every two seconds for the
+#: whole long window
+PENDING_KEPT = 64
+#: shown suggestions remembered for their accepts
+SHOWN_KEPT = 256
+#: while a source is muted, one suggestion in this many still goes out, so
+#: that its record can recover
+PROBE_EVERY = 10
+#: how often a muted / not muted verdict is recomputed, seconds
+VERDICT_SECONDS = 1.0
+#: latency samples kept for the shown / accepted percentiles
+LATENCY_KEPT = 2048
+#: accept kinds the editors report
+KINDS = ("full", "word", "line")
+
+Clock = Callable[[], float]
+#: reads a document's text between two points, at most ``limit`` characters;
+#: None when the document is not open
+RangeReader = Callable[[str, Point, Point, int], "str | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Where a suggestion came from: the stats are grouped by each of these."""
+
+    source: str
+    language: str
+    scope: str
+
+
+@dataclass(slots=True)
+class AcceptanceCounts:
+    """The acceptance fields of one group (overall, a source, a language, a scope kind)."""
+
+    shown: int = 0
+    accepted: int = 0
+    accepted_chars: int = 0
+    retained_short: int = 0
+    retained_long: int = 0
+    #: accepted characters whose short / long count is done (the rates' denominators)
+    measured_short: int = 0
+    measured_long: int = 0
+
+    def add(self, other: AcceptanceCounts) -> None:
+        """Add ``other``'s counts to these."""
+        self.shown += other.shown
+        self.accepted += other.accepted
+        self.accepted_chars += other.accepted_chars
+        self.retained_short += other.retained_short
+        self.retained_long += other.retained_long
+        self.measured_short += other.measured_short
+        self.measured_long += other.measured_long
+
+    def to_json(self) -> dict[str, int]:
+        """The JSON object ``scopecache/stats`` shows for the group."""
+        return {
+            "shown": self.shown,
+            "accepted": self.accepted,
+            "acceptedChars": self.accepted_chars,
+            "retainedChars30s": self.retained_short,
+            "retainedChars120s": self.retained_long,
+            "measuredChars30s": self.measured_short,
+            "measuredChars120s": self.measured_long,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ShownSuggestion:
+    """A suggestion that went out: where it would be inserted, and what it is."""
+
+    item_id: str
+    uri: str
+    line: int
+    character: int
+    text: str
+    attribution: Attribution
+    latency_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptOutcome:
+    """What one accept report added: characters newly accepted, and whether it was the first."""
+
+    chars: int
+    first: bool
+
+
+@dataclass(slots=True, eq=False)
+class _Record:
+    """One shown suggestion as the mute gate judges it."""
+
+    shown_at: float
+    chars: int
+    kept: int = 0
+    #: accepts of it whose short window has not passed yet
+    open: int = 0
+
+    def settled(self, now: float, short: float) -> bool:
+        return self.open == 0 and now >= self.shown_at + short
+
+
+@dataclass(slots=True, eq=False)
+class _Shown:
+    suggestion: ShownSuggestion
+    record: _Record
+    #: characters of the text accepted so far (partial accepts add up)
+    accepted: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class _Pending:
+    """Accepted text being followed until its windows are counted."""
+
+    seq: int
+    uri: str
+    where: AcceptedRange
+    text: str
+    attribution: Attribution
+    accepted_at: float
+    #: when the long window's count is due (both windows are fixed at the accept)
+    long_due: float
+    record: _Record
+    #: windows counted so far (0, 1; 2 = done)
+    stage: int = 0
+
+
+@dataclass(slots=True)
+class _Verdict:
+    until: float = 0.0
+    muted: bool = False
+    probes: int = 0
+
+
+def _utf16_index(text: str, units: int) -> int:
+    """The ``str`` index after the first ``units`` UTF-16 code units of ``text`` (clamped)."""
+    if text.isascii():
+        return max(0, min(units, len(text)))
+    count = 0
+    for index, ch in enumerate(text):
+        if count >= units:
+            return index
+        count += 2 if ord(ch) > 0xFFFF else 1
+    return len(text)
+
+
+@dataclass
+class _Settings:
+    short: float = 30.0
+    long: float = 120.0
+    mute_below: float = 0.0
+    mute_over: int = 50
+
+
+class AcceptanceLedger:
+    """Suggestions shown and accepted, the accepted text followed, its counts by group."""
+
+    def __init__(
+        self,
+        read: RangeReader,
+        *,
+        clock: Clock = time.monotonic,
+        units: Units = utf16_units,
+        short_window: float = 30.0,
+        long_window: float = 120.0,
+        mute_below: float = 0.0,
+        mute_over: int = 50,
+        pending_kept: int = PENDING_KEPT,
+    ) -> None:
+        self._read = read
+        self._clock = clock
+        #: the length of a text in the documents' position units
+        self.units = units
+        self._settings = _Settings()
+        self._pending_kept = pending_kept
+        self._groups: dict[Attribution, AcceptanceCounts] = {}
+        self._shown: OrderedDict[str, _Shown] = OrderedDict()
+        self._pending: OrderedDict[int, _Pending] = OrderedDict()
+        self._by_uri: dict[str, list[_Pending]] = {}
+        self._due: list[tuple[float, int, _Pending]] = []
+        self._seq = itertools.count(1)
+        self._recent: dict[str, deque[_Record]] = {}
+        self._verdicts: dict[str, _Verdict] = {}
+        self.kinds: Counter[str] = Counter()
+        self.muted_count: Counter[str] = Counter()
+        self._shown_latency: deque[float] = deque(maxlen=LATENCY_KEPT)
+        self._accepted_latency: deque[float] = deque(maxlen=LATENCY_KEPT)
+        self.configure(
+            short_window=short_window,
+            long_window=long_window,
+            mute_below=mute_below,
+            mute_over=mute_over,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"AcceptanceLedger({len(self._shown)} shown kept, {len(self._pending)} pending, "
+            f"windows={self._settings.short:g}/{self._settings.long:g}s)"
+        )
+
+    def configure(
+        self,
+        *,
+        short_window: float,
+        long_window: float,
+        mute_below: float,
+        mute_over: int,
+    ) -> None:
+        """New windows apply to accepts from now on; a new ``mute_over`` to the next verdict."""
+        s = self._settings
+        s.short, s.long = short_window, max(short_window, long_window)
+        if (mute_below, mute_over) != (s.mute_below, s.mute_over):
+            self._verdicts.clear()
+        s.mute_below, s.mute_over = mute_below, mute_over
+
+    @property
+    def windows(self) -> tuple[float, float]:
+        """The short and the long window, seconds."""
+        return self._settings.short, self._settings.long
+
+    # -- what the editor and the server report ------------------------------------------
+
+    def shown(self, suggestion: ShownSuggestion) -> None:
+        """A suggestion went out."""
+        now = self._clock()
+        self._group(suggestion.attribution).shown += 1
+        record = _Record(shown_at=now, chars=len(suggestion.text))
+        recent = self._recent.get(suggestion.attribution.source)
+        if recent is None:
+            recent = self._recent[suggestion.attribution.source] = deque(
+                maxlen=self._settings.mute_over + SHOWN_KEPT
+            )
+        elif recent.maxlen != self._settings.mute_over + SHOWN_KEPT:
+            recent = self._recent[suggestion.attribution.source] = deque(
+                recent, maxlen=self._settings.mute_over + SHOWN_KEPT
+            )
+        recent.append(record)
+        self._shown[suggestion.item_id] = _Shown(suggestion, record)
+        while len(self._shown) > SHOWN_KEPT:
+            self._shown.popitem(last=False)
+        self._shown_latency.append(suggestion.latency_ms)
+
+    def known(self, item_id: str) -> bool:
+        """Whether ``item_id`` names a suggestion still remembered."""
+        return item_id in self._shown
+
+    def accept(
+        self, item_id: str, length: int | None = None, kind: str = "full"
+    ) -> AcceptOutcome | None:
+        """The editor accepted ``item_id`` up to ``length`` UTF-16 code units (None: all).
+
+        Partial accepts of one suggestion add up: each call accepts what lies
+        between the previous length and this one, and follows it from now on.
+        None for an unknown (or forgotten) item.
+        """
+        shown = self._shown.get(item_id)
+        if shown is None:
+            return None
+        suggestion = shown.suggestion
+        text = suggestion.text
+        upto = len(text) if length is None else _utf16_index(text, length)
+        if upto <= shown.accepted:
+            return AcceptOutcome(0, first=False)  # reported twice, or less than before
+        part = text[shown.accepted : upto]
+        origin = (suggestion.line, suggestion.character)
+        start = advance(origin, extent(text[: shown.accepted], self.units))
+        end = advance(start, extent(part, self.units))
+        counts = self._group(suggestion.attribution)
+        first = shown.accepted == 0
+        if first:
+            counts.accepted += 1
+            self._accepted_latency.append(suggestion.latency_ms)
+        counts.accepted_chars += len(part)
+        shown.accepted = upto
+        self.kinds[kind if kind in KINDS else "full"] += 1
+        self._follow(suggestion.uri, AcceptedRange(start, end), part, suggestion.attribution, shown)
+        return AcceptOutcome(len(part), first)
+
+    def _follow(
+        self, uri: str, where: AcceptedRange, text: str, attribution: Attribution, shown: _Shown
+    ) -> None:
+        while len(self._pending) >= self._pending_kept:
+            _seq, oldest = next(iter(self._pending.items()))
+            self._finish(oldest)  # counted early rather than forgotten
+        now = self._clock()
+        shown.record.open += 1
+        short, long = self._settings.short, self._settings.long
+        pending = _Pending(
+            next(self._seq), uri, where, text, attribution, now, now + long, shown.record
+        )
+        self._pending[pending.seq] = pending
+        self._by_uri.setdefault(uri, []).append(pending)
+        heapq.heappush(self._due, (now + short, pending.seq, pending))
+
+    # -- what happens to the documents ---------------------------------------------------
+
+    def watching(self, uri: str) -> bool:
+        """Whether accepted text of ``uri`` is being followed (its edits matter)."""
+        return uri in self._by_uri
+
+    def edit(self, uri: str, start: Point, end: Point, text: str) -> None:
+        """``[start, end)`` of ``uri`` was replaced by ``text``."""
+        followed = self._by_uri.get(uri)
+        if not followed:
+            return
+        reach = extent(text, self.units)
+        for pending in followed:
+            pending.where.edit(start, end, reach)
+
+    def edits(self, uri: str, changes: Iterable[tuple[Point, Point, str]]) -> None:
+        """Several edits of ``uri``, in order."""
+        for start, end, text in changes:
+            self.edit(uri, start, end, text)
+
+    def replaced(self, uri: str, before: str, after: str) -> None:
+        """The whole text of ``uri`` was replaced: follow it as the one edit between the two."""
+        if uri not in self._by_uri:
+            return
+        head = 0
+        limit = min(len(before), len(after))
+        while head < limit and before[head] == after[head]:
+            head += 1
+        tail = 0
+        limit -= head
+        while tail < limit and before[-1 - tail] == after[-1 - tail]:
+            tail += 1
+        start = extent(before[:head], self.units)
+        end = extent(before[: len(before) - tail], self.units)
+        self.edit(uri, start, end, after[head : len(after) - tail])
+
+    def closed(self, uri: str) -> None:
+        """``uri`` is about to close: its accepted text is counted now, for every window."""
+        for pending in list(self._by_uri.get(uri, ())):
+            self._finish(pending)
+
+    # -- counting -------------------------------------------------------------------------
+
+    def due(self) -> float | None:
+        """When the next count is due (on ``clock``), or None."""
+        while self._due and self._due[0][2].seq not in self._pending:
+            heapq.heappop(self._due)  # finished early
+        return self._due[0][0] if self._due else None
+
+    def measure_due(self, now: float | None = None) -> int:
+        """Count every window that has passed by ``now``; returns how many."""
+        if now is None:
+            now = self._clock()
+        counted = 0
+        while self._due and self._due[0][0] <= now:
+            _when, seq, pending = heapq.heappop(self._due)
+            if seq not in self._pending:
+                continue
+            self._count(pending)
+            counted += 1
+            if pending.stage == 1:
+                heapq.heappush(self._due, (pending.long_due, seq, pending))
+            else:
+                self._drop(pending)
+        return counted
+
+    def _finish(self, pending: _Pending) -> None:
+        while pending.stage < 2:
+            self._count(pending)
+        self._drop(pending)
+
+    def _count(self, pending: _Pending) -> None:
+        where = pending.where
+        now = self._read(pending.uri, where.start, where.end, measured_length(pending.text))
+        kept = kept_chars(pending.text, now) if now is not None else 0
+        counts = self._group(pending.attribution)
+        if pending.stage == 0:
+            counts.retained_short += kept
+            counts.measured_short += len(pending.text)
+            pending.record.kept += kept
+            pending.record.open -= 1
+        else:
+            counts.retained_long += kept
+            counts.measured_long += len(pending.text)
+        pending.stage += 1
+
+    def _drop(self, pending: _Pending) -> None:
+        self._pending.pop(pending.seq, None)
+        followed = self._by_uri.get(pending.uri)
+        if followed is not None:
+            followed.remove(pending)
+            if not followed:
+                del self._by_uri[pending.uri]
+
+    # -- using it -------------------------------------------------------------------------
+
+    def muted(self, source: str) -> bool:
+        """Whether a suggestion from ``source`` should be withheld now (``muteBelow``).
+
+        Judged over the source's latest ``muteOver`` settled suggestions
+        (shown at least the short window ago, every accept of them counted):
+        muted when the characters kept after the short window are less than
+        ``muteBelow`` of the characters shown. One suggestion in
+        ``PROBE_EVERY`` of a muted source still goes out.
+        """
+        if self._settings.mute_below <= 0.0:
+            return False
+        now = self._clock()
+        verdict = self._verdicts.get(source)
+        if verdict is None:
+            verdict = self._verdicts[source] = _Verdict()
+        if now >= verdict.until:
+            verdict.muted = self._judge(source, now)
+            verdict.until = now + VERDICT_SECONDS
+        if not verdict.muted:
+            return False
+        verdict.probes += 1
+        if verdict.probes % PROBE_EVERY == 0:
+            return False
+        self.muted_count[source] += 1
+        return True
+
+    def _judge(self, source: str, now: float) -> bool:
+        share = self._kept_share(source, now)
+        return share is not None and share < self._settings.mute_below
+
+    def kept_share(self, source: str) -> float | None:
+        """The kept share of shown characters ``muted`` judges ``source`` by (None: too few)."""
+        return self._kept_share(source, self._clock())
+
+    def _kept_share(self, source: str, now: float) -> float | None:
+        s = self._settings
+        shown = kept = judged = 0
+        for record in reversed(self._recent.get(source, ())):
+            if not record.settled(now, s.short):
+                continue
+            shown += record.chars
+            kept += record.kept
+            judged += 1
+            if judged == s.mute_over:
+                break
+        if judged < s.mute_over or shown == 0:
+            return None
+        return kept / shown
+
+    # -- reading --------------------------------------------------------------------------
+
+    def _group(self, attribution: Attribution) -> AcceptanceCounts:
+        counts = self._groups.get(attribution)
+        if counts is None:
+            counts = self._groups[attribution] = AcceptanceCounts()
+        return counts
+
+    def totals(self) -> AcceptanceCounts:
+        """Every group added up."""
+        total = AcceptanceCounts()
+        for counts in self._groups.values():
+            total.add(counts)
+        return total
+
+    def by(self, dimension: str) -> dict[str, AcceptanceCounts]:
+        """The counts grouped by ``source``, ``language`` or ``scope``."""
+        out: dict[str, AcceptanceCounts] = {}
+        for attribution, counts in self._groups.items():
+            key = getattr(attribution, dimension)
+            if key not in out:
+                out[key] = AcceptanceCounts()
+            out[key].add(counts)
+        return dict(sorted(out.items()))
+
+    @property
+    def pending(self) -> int:
+        """Accepts whose windows are not all counted yet."""
+        return len(self._pending)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The ``acceptance`` object of ``scopecache/stats``."""
+        out: dict[str, Any] = self.totals().to_json()
+        out["bySource"] = {k: v.to_json() for k, v in self.by("source").items()}
+        out["byLanguage"] = {k: v.to_json() for k, v in self.by("language").items()}
+        out["byScope"] = {k: v.to_json() for k, v in self.by("scope").items()}
+        out["byKind"] = {kind: self.kinds.get(kind, 0) for kind in KINDS}
+        out["pending"] = self.pending
+        out["windowsSeconds"] = list(self.windows)
+        out["latencyMs"] = {
+            "shownP50": round(percentile(self._shown_latency, 50), 3),
+            "acceptedP50": round(percentile(self._accepted_latency, 50), 3),
+        }
+        if self._settings.mute_below > 0.0:
+            now = self._clock()
+            out["muted"] = dict(sorted(self.muted_count.items()))
+            out["mutedSources"] = sorted(
+                source for source in self._recent if self._judge(source, now)
+            )
+        return out
