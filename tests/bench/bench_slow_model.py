@@ -16,7 +16,9 @@ the same times, go to two clients, each against a freshly started server:
 Rows (scopecache's value, the baseline's, their ratio): keys after which a
 suggestion was on screen before the next key, useful ones, characters Tab
 would have saved, and the server's busy seconds per useful suggestion (lower
-is better). ``--quick`` types six lines, the full run twelve.
+is better). ``--quick`` types six lines, the full run twelve and adds the
+same rows against the baseline with greedy decoding instead of llama.vim's
+sampling (scopecache decodes greedily): the strategy alone.
 
 Run: ``.venv/bin/python -m tests.bench.bench_slow_model [--quick]``.
 """
@@ -58,37 +60,43 @@ async def _session(script: TypingScript, model: Path, client: str) -> ClientRun:
             return await run_scopecache(
                 script, scopecache_settings(server.url), busy_url=server.url
             )
-        return await run_finishing(script, server.url)
+        return await run_finishing(script, server.url, greedy=client == "greedy")
 
 
-def measure(quick: bool) -> tuple[SessionScore, SessionScore]:
-    """Both clients' scores on the same typing session."""
+def measure(quick: bool) -> dict[str, SessionScore]:
+    """Each client's score on the same typing session, by client."""
     reason = missing_reason()
     if reason is not None:
         raise RuntimeError(reason)
     script = code_model_session("short" if quick else "full")
     model = ensure()
-    ours = SessionScore.of(asyncio.run(_session(script, model, "scopecache")))
-    theirs = SessionScore.of(asyncio.run(_session(script, model, "finishing")))
-    return ours, theirs
+    clients = ["scopecache", "llama.vim"] + ([] if quick else ["greedy"])
+    return {name: SessionScore.of(asyncio.run(_session(script, model, name))) for name in clients}
+
+
+def _rows(ours: SessionScore, theirs: SessionScore, against: str) -> list[dict[str, Any]]:
+    keys = f"of {ours.keys} keys"
+    return [
+        _row(f"shown before the next key ({keys}), vs {against}", ours.shown, theirs.shown,
+             "keys"),
+        _row(f"useful suggestions shown, vs {against}", ours.useful, theirs.useful, "keys"),
+        _row(f"characters Tab would have saved, vs {against}", ours.chars_saved,
+             theirs.chars_saved, "chars"),
+        _row(f"server seconds per useful suggestion, vs {against}", ours.seconds_per_useful,
+             theirs.seconds_per_useful, "s"),
+        _row(f"requests that reached the server, vs {against}", ours.requests, theirs.requests,
+             "n"),
+    ]
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
     """The benchmark rows."""
-    ours, theirs = measure(quick)
-    keys = f"of {ours.keys} keys"
-    return [
-        _row(f"suggestion shown before the next key ({keys})", ours.shown, theirs.shown, "keys"),
-        _row("useful suggestions shown", ours.useful, theirs.useful, "keys"),
-        _row("characters Tab would have saved", ours.chars_saved, theirs.chars_saved, "chars"),
-        _row(
-            "server seconds per useful suggestion",
-            ours.seconds_per_useful,
-            theirs.seconds_per_useful,
-            "s",
-        ),
-        _row("requests that reached the server", ours.requests, theirs.requests, "n"),
-    ]
+    scores = measure(quick)
+    ours = scores.pop("scopecache")
+    rows = _rows(ours, scores["llama.vim"], "llama.vim's strategy")
+    if "greedy" in scores:
+        rows += _rows(ours, scores["greedy"], "the same, greedy")
+    return rows
 
 
 if __name__ == "__main__":

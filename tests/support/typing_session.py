@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import random
 import threading
 import time
@@ -350,15 +351,27 @@ class _Buffer:
         self.lines[sl : el + 1] = (head + text + tail).split("\n")
 
 
-def llama_vim_body(lines: list[str], line: int, character: int) -> dict[str, Any]:
-    """llama.vim's ``/infill`` request for the cursor at (line, character)."""
+def llama_vim_body(
+    lines: list[str], line: int, character: int, *, greedy: bool = False
+) -> dict[str, Any]:
+    """llama.vim's ``/infill`` request for the cursor at (line, character).
+
+    ``greedy`` replaces its sampler chain (top-k 40, top-p 0.99, then a random
+    draw) with greedy decoding, as scopecache asks for (temperature 0).
+    """
     cursor_line = lines[line]
     before = lines[max(0, line - LLAMA_VIM_PREFIX_LINES) : line]
     after = lines[line + 1 : line + 1 + LLAMA_VIM_SUFFIX_LINES]
     prefix = "".join(text + "\n" for text in before)
     middle = cursor_line[:character]
     suffix = cursor_line[character:] + "\n" + "".join(text + "\n" for text in after)
+    sampling: dict[str, Any] = (
+        {"temperature": 0.0}
+        if greedy
+        else {"top_k": 40, "top_p": 0.99, "samplers": ["top_k", "top_p", "infill"]}
+    )
     return {
+        **sampling,
         "input_prefix": prefix,
         "input_suffix": suffix,
         "input_extra": [],
@@ -366,19 +379,16 @@ def llama_vim_body(lines: list[str], line: int, character: int) -> dict[str, Any
         "n_predict": LLAMA_VIM_N_PREDICT,
         "stop": [],
         "n_indent": len(middle) - len(middle.lstrip()),
-        "top_k": 40,
-        "top_p": 0.99,
         "stream": False,
-        "samplers": ["top_k", "top_p", "infill"],
         "cache_prompt": True,
         "t_max_prompt_ms": LLAMA_VIM_T_MAX_PROMPT_MS,
         "t_max_predict_ms": LLAMA_VIM_T_MAX_PREDICT_MS,
     }
 
 
-async def run_finishing(script: TypingScript, url: str) -> ClientRun:
+async def run_finishing(script: TypingScript, url: str, *, greedy: bool = False) -> ClientRun:
     """Type the script with llama.vim's strategy: one request at a time, never cancelled."""
-    run = ClientRun("finish-every-request")
+    run = ClientRun("finish-every-request" + (" (greedy)" if greedy else ""))
     buffer = _Buffer(script.text)
     #: the answers so far: (line, line prefix when asked, answer text)
     answers: list[tuple[int, str, str]] = []
@@ -391,7 +401,7 @@ async def run_finishing(script: TypingScript, url: str) -> ClientRun:
             while True:
                 cursor = state["cursor"]
                 asked = (cursor, buffer.lines[cursor[0]][: cursor[1]])
-                body = llama_vim_body(buffer.lines, *cursor)
+                body = llama_vim_body(buffer.lines, *cursor, greedy=greedy)
                 run.asked += 1
                 run.requests += 1
                 answer = await client.post("/infill", json=body)
@@ -456,11 +466,14 @@ def code_model_session(size: str = "full") -> TypingScript:
 def code_model_server(workdir: Path, model: Path) -> LlamaCppServer:
     """llama.cpp as a self-hosted user runs it on a laptop-class CPU.
 
-    Two threads, ``-b 1024 -ub 1024`` and ``--cache-reuse 256`` as llama.cpp
+    Two threads (``SCOPECACHE_MODEL_THREADS`` overrides: on a machine busy
+    with other work, llama.cpp's threads wait for each other and one thread
+    is faster), ``-b 1024 -ub 1024`` and ``--cache-reuse 256`` as llama.cpp
     recommends for code completion, one slot.
     """
+    threads = int(os.environ.get("SCOPECACHE_MODEL_THREADS", "2"))
     return LlamaCppServer(
-        workdir, model=model, threads=2, batch=1024, cache_reuse=256, slots=1, context=4096
+        workdir, model=model, threads=threads, batch=1024, cache_reuse=256, slots=1, context=4096
     )
 
 
