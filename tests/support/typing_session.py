@@ -463,15 +463,16 @@ def code_model_session(size: str = "full") -> TypingScript:
     return typing_script((root / SESSION_SOURCE).read_text(), first, count)
 
 
-def code_model_server(workdir: Path, model: Path) -> LlamaCppServer:
+def code_model_server(workdir: Path, model: Path, *, threads: int = 0) -> LlamaCppServer:
     """llama.cpp as a self-hosted user runs it on a laptop-class CPU.
 
-    Two threads (``SCOPECACHE_MODEL_THREADS`` overrides: on a machine busy
-    with other work, llama.cpp's threads wait for each other and one thread
-    is faster), ``-b 1024 -ub 1024`` and ``--cache-reuse 256`` as llama.cpp
-    recommends for code completion, one slot.
+    ``threads`` threads, by default two (``SCOPECACHE_MODEL_THREADS``
+    overrides); on a machine busy with other work llama.cpp's threads wait
+    for each other, measured up to ten times slower than one thread.
+    ``-b 1024 -ub 1024`` and ``--cache-reuse 256`` as llama.cpp recommends
+    for code completion, one slot.
     """
-    threads = int(os.environ.get("SCOPECACHE_MODEL_THREADS", "2"))
+    threads = threads or int(os.environ.get("SCOPECACHE_MODEL_THREADS", "2"))
     return LlamaCppServer(
         workdir, model=model, threads=threads, batch=1024, cache_reuse=256, slots=1, context=4096
     )
