@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 SUITES = (
-    "keystroke", "languages", "cache", "server", "transport", "http1", "l2", "replay",
+    "keystroke", "languages", "cache", "server", "hitpath", "transport", "http1", "l2", "replay",
     "llamacpp", "kvcache",
 )
 
