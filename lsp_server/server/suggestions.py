@@ -1,8 +1,11 @@
 """One suggestion for the completion handlers, and what follows it.
 
-``suggest`` finds the open, not excluded document, derives the syntax
+``suggest_now`` finds the open, not excluded document, derives the syntax
 context at the cursor, feeds the hybrid policy's context heat, records the
-request in the trace and asks the pipeline. What goes out is remembered
+request in the trace and asks the pipeline. An answer from memory comes back
+in the same call (the inline hit path answers without a task); a miss comes
+back as ``Pending``, the rest of its way (``suggest`` awaits it for callers
+that simply wait). What goes out is remembered
 (``ServedItems``) so that ``scopecache.accepted`` can attribute an
 acceptance, and the speculative prefetch of the state after accepting it
 is scheduled for just after the answer has gone out.
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from cache.heat import line_entropy
+from lsp_server.completion.pending import Pending
 from lsp_server.completion.pipeline import Suggestion
 from lsp_server.completion.speculate import typed_towards
 from lsp_server.documents.document import Document
@@ -33,16 +37,22 @@ logger = logging.getLogger(__name__)
 SPECULATION_DELAY = 0.005
 
 
-async def suggest(
+#: a suggestion with its item id and the context it was found for
+Found = tuple[Suggestion, str, SyntaxContext]
+
+
+def suggest_now(
     ls: ScopecacheServer,
     uri: str,
     position: types.Position,
     *,
     automatic: bool = True,
     method: str = "inline",
-) -> tuple[Suggestion, str, SyntaxContext] | None:
-    """A suggestion at ``position`` with its item id, or None.
+) -> Found | None | Pending[Found | None]:
+    """A suggestion at ``position`` with its item id, None, or ``Pending`` when it needs waiting.
 
+    An answer from memory (an L1 hit, or nothing to show) comes back in the
+    same call; a miss comes back as ``Pending`` with the rest of its way.
     ``automatic`` tells whether the editor asked by itself while the user
     typed (rather than the user invoking completion): it feeds the hybrid
     policy's context weight. ``method`` is ``inline`` or ``list``.
@@ -54,10 +64,23 @@ async def suggest(
         ls.stats.record_empty(0.0)
         return None
     try:
-        return await _suggest(ls, doc, position, automatic=automatic, method=method)
+        return _suggest_now(ls, doc, position, automatic=automatic, method=method)
     except Exception:
         ls.stats.errors += 1  # answered with an error: counted, never silent
         raise
+
+
+async def suggest(
+    ls: ScopecacheServer,
+    uri: str,
+    position: types.Position,
+    *,
+    automatic: bool = True,
+    method: str = "inline",
+) -> Found | None:
+    """``suggest_now``, waiting for its answer when it needs waiting."""
+    found = suggest_now(ls, uri, position, automatic=automatic, method=method)
+    return await found.rest if isinstance(found, Pending) else found
 
 
 def accepted(ls: ScopecacheServer, item_id: str) -> bool:
@@ -80,9 +103,9 @@ def _completable(ls: ScopecacheServer, uri: str) -> Document | None:
     return doc
 
 
-async def _suggest(
+def _suggest_now(
     ls: ScopecacheServer, doc: Document, position: types.Position, *, automatic: bool, method: str
-) -> tuple[Suggestion, str, SyntaxContext] | None:
+) -> Found | None | Pending[Found | None]:
     ctx = ls.doc_context(doc, position)
     ls.heat.record(automatic=automatic, entropy=line_entropy(ctx.line_prefix))
     uri, version = doc.uri, doc.version
@@ -92,7 +115,34 @@ async def _suggest(
 
     if ls.recorder is not None:
         ls.recorder.complete(uri, position, method)
-    suggestion = await ls.pipeline.complete(uri, ctx, still_current=still_current, method=method)
+    answer = ls.pipeline.complete_now(uri, ctx, still_current=still_current, method=method)
+    if isinstance(answer, Pending):
+        return Pending(_served_later(ls, doc, version, ctx, answer))
+    return _served(ls, doc, version, ctx, answer)
+
+
+async def _served_later(
+    ls: ScopecacheServer,
+    doc: Document,
+    version: int,
+    ctx: SyntaxContext,
+    answer: Pending[Suggestion | None],
+) -> Found | None:
+    try:
+        return _served(ls, doc, version, ctx, await answer.rest)
+    except Exception:
+        ls.stats.errors += 1  # answered with an error: counted, never silent
+        raise
+
+
+def _served(
+    ls: ScopecacheServer,
+    doc: Document,
+    version: int,
+    ctx: SyntaxContext,
+    suggestion: Suggestion | None,
+) -> Found | None:
+    """Remember what goes out, and schedule its speculative prefetch."""
     if suggestion is None:
         return None
     if suggestion.text and ls.speculator.settings.enabled and ls.backend is not None:
@@ -100,7 +150,7 @@ async def _suggest(
         asyncio.get_running_loop().call_later(
             SPECULATION_DELAY, _speculate, ls, doc, version, ctx, suggestion.text
         )
-    item = ServedItem(uri, ctx.line, ctx.character, suggestion.text, suggestion.source)
+    item = ServedItem(doc.uri, ctx.line, ctx.character, suggestion.text, suggestion.source)
     return suggestion, ls.served.remember(item), ctx
 
 
