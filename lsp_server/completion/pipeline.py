@@ -37,7 +37,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey, fingerprint
@@ -113,9 +113,11 @@ def _hit_source(hit: Hit) -> str:
     return hit.source
 
 
-@dataclass(frozen=True, slots=True)
-class _Request:
-    """One request on its way through the pipeline, as the lookup found it."""
+class _Request(NamedTuple):
+    """One request on its way through the pipeline, as the lookup found it.
+
+    A named tuple: one is built per request, in one step.
+    """
 
     uri: str
     ctx: SyntaxContext

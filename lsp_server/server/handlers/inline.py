@@ -10,7 +10,7 @@ registered handler; both ways answer through ``inline_answer``.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from lsprotocol import types
 
@@ -22,7 +22,19 @@ from lsp_server.server.suggestions import Found, suggest_now
 ACCEPT_COMMAND = "scopecache.accepted"
 
 _PLAIN_KEYS = frozenset(("textDocument", "position", "context"))
-_TRIGGER_KINDS = {int(kind): kind for kind in types.InlineCompletionTriggerKind}
+_AUTOMATIC = {
+    int(types.InlineCompletionTriggerKind.Invoked): False,
+    int(types.InlineCompletionTriggerKind.Automatic): True,
+}
+
+
+class InlineRequest(NamedTuple):
+    """What the answer reads of an inline completion request."""
+
+    uri: str
+    position: types.Position
+    #: the editor asked by itself while the user typed (not invoked by the user)
+    automatic: bool
 
 
 def register(server: ScopecacheServer) -> None:
@@ -32,7 +44,9 @@ def register(server: ScopecacheServer) -> None:
     async def inline_completion(
         ls: ScopecacheServer, params: types.InlineCompletionParams
     ) -> dict[str, Any]:
-        answer = inline_answer(ls, params)
+        automatic = params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
+        request = InlineRequest(params.text_document.uri, params.position, automatic)
+        answer = inline_answer(ls, request)
         return await answer.rest if isinstance(answer, Pending) else answer
 
     if isinstance(server.protocol, ScopecacheProtocol):
@@ -42,11 +56,10 @@ def register(server: ScopecacheServer) -> None:
 
 
 def inline_answer(
-    ls: ScopecacheServer, params: types.InlineCompletionParams
+    ls: ScopecacheServer, request: InlineRequest
 ) -> dict[str, Any] | Pending[dict[str, Any]]:
     """The answer at the cursor (JSON), or ``Pending`` when it needs waiting (a miss)."""
-    automatic = params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
-    found = suggest_now(ls, params.text_document.uri, params.position, automatic=automatic)
+    found = suggest_now(ls, request.uri, request.position, automatic=request.automatic)
     if isinstance(found, Pending):
         return Pending(_answer_later(found))
     return completion_list(found)
@@ -77,8 +90,8 @@ def completion_list(found: Found | None) -> dict[str, Any]:
     return {"items": [item]}
 
 
-def plain_params(raw: Any) -> types.InlineCompletionParams | None:
-    """``raw`` as the handler's params when it has the plain shape, else None.
+def plain_params(raw: Any) -> InlineRequest | None:
+    """The request in ``raw`` params when they have the plain shape, else None.
 
     The plain shape, what editors send while the user types: exactly
     ``textDocument`` (only a string ``uri``), ``position`` (only integer
@@ -97,15 +110,11 @@ def plain_params(raw: Any) -> types.InlineCompletionParams | None:
     if type(line) is not int or type(character) is not int:
         return None
     trigger = context.get("triggerKind") if len(context) == 1 else None
-    kind = _TRIGGER_KINDS.get(trigger) if type(trigger) is int else None
-    if kind is None:
+    automatic = _AUTOMATIC.get(trigger) if type(trigger) is int else None
+    if automatic is None:
         return None
     try:
         cursor = types.Position(line=line, character=character)  # checks LSP's uinteger range
     except ValueError:
         return None
-    return types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=document["uri"]),
-        position=cursor,
-        context=types.InlineCompletionContext(trigger_kind=kind),
-    )
+    return InlineRequest(document["uri"], cursor, automatic)

@@ -206,11 +206,13 @@ def test_the_answer_is_what_the_converter_makes_of_the_lsp_objects() -> None:
 
 
 def test_plain_params_take_only_the_shape_editors_send_while_typing() -> None:
-    params = plain_params(PARAMS)
-    assert params is not None
-    assert params.text_document.uri == URI
-    assert (params.position.line, params.position.character) == (LINE, COLUMN)
-    assert params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
+    request = plain_params(PARAMS)
+    assert request is not None
+    assert request.uri == URI
+    assert (request.position.line, request.position.character) == (LINE, COLUMN)
+    assert request.automatic
+    invoked = plain_params({**PARAMS, "context": {"triggerKind": 1}})
+    assert invoked is not None and not invoked.automatic
     position = PARAMS["position"]
     for other in (
         None,
