@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from cache.heat import line_entropy
 from lsp_server.completion.pending import Pending
 from lsp_server.completion.pipeline import Suggestion
 from lsp_server.completion.speculate import typed_towards
@@ -107,7 +106,7 @@ def _suggest_now(
     ls: ScopecacheServer, doc: Document, position: types.Position, *, automatic: bool, method: str
 ) -> Found | None | Pending[Found | None]:
     ctx = ls.doc_context(doc, position)
-    ls.heat.record(automatic=automatic, entropy=line_entropy(ctx.line_prefix))
+    ls.heat.record_line(automatic=automatic, line_prefix=ctx.line_prefix)
     uri, version = doc.uri, doc.version
 
     def still_current() -> bool:
