@@ -29,9 +29,9 @@ structures the message and creates the handler's task, one runs the task,
 one sends the result from the task's done callback, serialized through
 cattrs. For a cache hit that is most of the server's time. ``receive``
 therefore hands a request of a registered method, when its params have the
-plain shape, straight to its answer function, which returns the answer in
-its JSON form or a ``Pending`` (a miss). An answer is written at once,
-through the same writer;
+plain shape, straight to its answer function, which returns the answer as
+JSON text or a ``Pending`` (a miss). An answer is written at once, through
+the same writer and framed the same way;
 a ``Pending`` becomes the request's task exactly as pygls files one (in
 ``_request_futures``, answered by ``_send_handler_result``), so
 ``$/cancelRequest``, error answers and shutdown treat it as any request. The
@@ -53,10 +53,11 @@ from collections.abc import Callable, Generator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
+from json.encoder import encode_basestring_ascii as json_string
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, lsp_method
 
 from lsp_server.completion.pending import Pending
@@ -71,8 +72,8 @@ class ImmediateRoute:
 
     #: the handler's params from the message's raw ``params``, or None: go pygls's way
     params: Callable[[Any], Any | None]
-    #: the result as JSON (sent at once), or ``Pending`` with the rest to await
-    answer: Callable[[Any], Any]
+    #: the result as JSON text (sent at once), or ``Pending`` with the rest to await
+    answer: Callable[[Any], str | Pending[Any]]
 
 
 class ScopecacheProtocol(LanguageServerProtocol):
@@ -86,15 +87,18 @@ class ScopecacheProtocol(LanguageServerProtocol):
         self._immediate: dict[str, ImmediateRoute] = {}
 
     def answer_immediately(
-        self, method: str, params: Callable[[Any], Any | None], answer: Callable[[Any], Any]
+        self,
+        method: str,
+        params: Callable[[Any], Any | None],
+        answer: Callable[[Any], str | Pending[Any]],
     ) -> None:
         """Answer ``method`` on the immediate route (module docstring) when it can be.
 
         ``params`` turns the raw params into the handler's, or returns None
         when they are not of the plain shape it reads (the request then goes
-        pygls's way); ``answer`` returns the result in its JSON form (it is
-        sent as it is) or a ``Pending`` (its result goes through the converter,
-        as a handler's does).
+        pygls's way); ``answer`` returns the result as JSON text (sent as it
+        is) or a ``Pending`` (its result goes through the converter, as a
+        handler's does).
         """
         self._immediate[method] = ImmediateRoute(params, answer)
 
@@ -145,7 +149,9 @@ class ScopecacheProtocol(LanguageServerProtocol):
         contextvars.copy_context().run(self._answer_now, data["id"], route.answer, params)
         return True
 
-    def _answer_now(self, msg_id: Any, answer: Callable[[Any], Any], params: Any) -> None:
+    def _answer_now(
+        self, msg_id: Any, answer: Callable[[Any], str | Pending[Any]], params: Any
+    ) -> None:
         self._ctx_msg_id.set(msg_id)
         try:
             result = answer(params)
@@ -160,7 +166,29 @@ class ScopecacheProtocol(LanguageServerProtocol):
             self._request_futures[msg_id] = task
             task.add_done_callback(partial(self._send_handler_result, msg_id=msg_id))
             return
-        self._send_data({"jsonrpc": "2.0", "id": msg_id, "result": result})
+        self._send_result_json(msg_id, result)
+
+    def _send_result_json(self, msg_id: str | int, result: str) -> None:
+        """Write a response whose result is JSON text already, framed as ``_send_data`` frames."""
+        if self.writer is None:
+            logger.error("Unable to send data, no available transport!")
+            return
+        json_id = json_string(msg_id) if isinstance(msg_id, str) else str(msg_id)
+        body = f'{{"jsonrpc":"2.0","id":{json_id},"result":{result}}}'.encode()
+        header = (
+            f"Content-Length: {len(body)}\r\n"
+            f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+        )
+        try:
+            written = self.writer.write(header.encode() + body)
+            if inspect.isawaitable(written):
+                asyncio.ensure_future(written)
+        except BrokenPipeError:
+            logger.exception("Error sending data. BrokenPipeError")
+            raise
+        except Exception as error:
+            logger.exception("Error sending data")
+            self._server._report_server_error(error, JsonRpcInternalError)
 
     def _handler_waiting_to_start(self) -> bool:
         """Whether an earlier message's handler task has not run its first step yet."""

@@ -10,6 +10,7 @@ registered handler; both ways answer through ``inline_answer``.
 from __future__ import annotations
 
 from functools import partial
+from json.encoder import encode_basestring_ascii as json_string
 from typing import Any, NamedTuple
 
 from lsprotocol import types
@@ -20,6 +21,14 @@ from lsp_server.server.protocol import ScopecacheProtocol
 from lsp_server.server.suggestions import Found, suggest_now
 
 ACCEPT_COMMAND = "scopecache.accepted"
+
+#: an InlineCompletionList of one item, as ``completion_list`` builds it, in JSON text
+_ONE_ITEM_JSON = (
+    '{"items":[{"insertText":%s,'
+    '"range":{"start":{"line":%d,"character":%d},"end":{"line":%d,"character":%d}},'
+    '"command":{"title":"Accept","command":%s,"arguments":[%s,{"source":%s}]}}]}'
+)
+_NO_ITEMS_JSON = '{"items":[]}'
 
 _PLAIN_KEYS = frozenset(("textDocument", "position", "context"))
 _AUTOMATIC = {
@@ -51,7 +60,7 @@ def register(server: ScopecacheServer) -> None:
 
     if isinstance(server.protocol, ScopecacheProtocol):
         server.protocol.answer_immediately(
-            types.TEXT_DOCUMENT_INLINE_COMPLETION, plain_params, partial(inline_answer, server)
+            types.TEXT_DOCUMENT_INLINE_COMPLETION, plain_params, partial(immediate_answer, server)
         )
 
 
@@ -63,6 +72,16 @@ def inline_answer(
     if isinstance(found, Pending):
         return Pending(_answer_later(found))
     return completion_list(found)
+
+
+def immediate_answer(
+    ls: ScopecacheServer, request: InlineRequest
+) -> str | Pending[dict[str, Any]]:
+    """``inline_answer`` for the immediate route: an answer from memory as JSON text."""
+    found = suggest_now(ls, request.uri, request.position, automatic=request.automatic)
+    if isinstance(found, Pending):
+        return Pending(_answer_later(found))
+    return completion_list_json(found)
 
 
 async def _answer_later(found: Pending[Found | None]) -> dict[str, Any]:
@@ -88,6 +107,24 @@ def completion_list(found: Found | None) -> dict[str, Any]:
     item = {"insertText": suggestion.text, "range": {"start": cursor, "end": cursor}}
     item["command"] = command
     return {"items": [item]}
+
+
+def completion_list_json(found: Found | None) -> str:
+    """``completion_list`` as JSON text, written without a generic encoder's walk."""
+    if found is None:
+        return _NO_ITEMS_JSON
+    suggestion, item_id, ctx = found
+    line, character = ctx.line, ctx.character
+    return _ONE_ITEM_JSON % (
+        json_string(suggestion.text),
+        line,
+        character,
+        line,
+        character,
+        json_string(ACCEPT_COMMAND),
+        json_string(item_id),
+        json_string(suggestion.source),
+    )
 
 
 def plain_params(raw: Any) -> InlineRequest | None:

@@ -18,7 +18,7 @@ from lsprotocol import types
 
 from cache.store import CompletionStore
 from lsp_server import create_server
-from lsp_server.server.handlers.inline import completion_list, plain_params
+from lsp_server.server.handlers.inline import completion_list, completion_list_json, plain_params
 from lsp_server.server.language_server import ScopecacheServer
 from lsp_server.server.protocol import ScopecacheProtocol
 from tests.support.greet import COLUMN, EXPECTED, LINE, TEXT, URI
@@ -118,6 +118,16 @@ async def test_a_hit_is_written_before_the_loop_runs_again(editor_for: Any) -> N
     assert msg_id not in editor.protocol._request_futures
 
 
+async def test_a_hit_answers_a_string_id_with_the_same_string(editor_for: Any) -> None:
+    editor = editor_for(StaticBackend(EXPECTED))
+    await editor.start()
+    await editor.answer(editor.request(INLINE, PARAMS))
+    msg_id = 'req "8" ü'
+    editor.protocol.receive({"jsonrpc": "2.0", "id": msg_id, "method": INLINE, "params": PARAMS})
+    answer = editor.writer.answer(msg_id)
+    assert answer is not None and answer["result"]["items"][0]["insertText"] == EXPECTED
+
+
 async def test_a_miss_is_the_requests_task_and_a_cancel_reaches_it(editor_for: Any) -> None:
     backend = StaticBackend(EXPECTED, delay=5.0)
     editor = editor_for(backend)
@@ -200,9 +210,19 @@ def test_the_answer_is_what_the_converter_makes_of_the_lsp_objects() -> None:
     expected = protocol._converter.unstructure(types.InlineCompletionList(items=[item]))
     found = _found("return x", "typed", "s4", line=3, character=7)
     assert completion_list(found) == expected
-    assert completion_list(None) == protocol._converter.unstructure(
-        types.InlineCompletionList(items=[])
-    )
+    assert json.loads(completion_list_json(found)) == expected
+    empty = protocol._converter.unstructure(types.InlineCompletionList(items=[]))
+    assert completion_list(None) == json.loads(completion_list_json(None)) == empty
+
+
+@pytest.mark.parametrize(
+    "text", ['say("hi")\n\treturn', "größe = 1  # ünïcödé", "emoji = '😀'", "\x00\x1f\\ \ud800"]
+)
+def test_the_answer_text_is_json_for_any_suggestion_text(text: str) -> None:
+    found = _found(text, "exact", 'id "7"', line=0, character=2**31 - 1)
+    answer = completion_list_json(found)
+    assert answer.isascii()
+    assert json.loads(answer) == completion_list(found)
 
 
 def test_plain_params_take_only_the_shape_editors_send_while_typing() -> None:
