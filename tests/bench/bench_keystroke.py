@@ -62,6 +62,9 @@ def load_inventory{n}(rows: list[tuple[str, int]]) -> Inventory{n}:
 '''
 
 TYPED = "total_count"
+#: full parses per timed round of the re-parse row: each is the same deterministic
+#: work (over 100 ms on a 20,000-line file), so a few rounds of a few give a stable median
+FULL_PARSES = 4
 
 
 def python_source(lines: int) -> str:
@@ -192,7 +195,7 @@ def keystroke_rows(
             tree = parser.parse(data, tree)
 
     def full_parses() -> None:
-        for _ in range(2 * keys):
+        for _ in range(FULL_PARSES):
             parser.parse(data)
 
     at_marker = Position(line=line, character=col)
@@ -217,7 +220,7 @@ def keystroke_rows(
     }
     if keystroke_only:
         return [keystroke]
-    full = _measure(full_parses, max(1, repeats // 4)) / len(strokes) * 1e6
+    full = _measure(full_parses, max(1, repeats // 8)) / FULL_PARSES * 1e6
     context = _measure(contexts, repeats) / len(strokes) * 1e6
     return [
         keystroke,
