@@ -255,6 +255,8 @@ class CompletionPipeline:
                 if suggestion.shared_speculative:
                     self.stats.speculative_l2_served += 1
                 self.metrics.record_request(method, suggestion.source, "served", latency_ms / 1e3)
+                if text == suggestion.text and not suggestion.shared_speculative:
+                    return suggestion  # already what goes out
                 return Suggestion(text, suggestion.source)
         self.stats.record_empty(latency_ms)
         # An upstream failure during this request (approximate under concurrency).
