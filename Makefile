@@ -8,7 +8,7 @@ STAMP := $(VENV)/.stamp-install
 NPM ?= npm
 VSCODE := editors/vscode
 
-.PHONY: setup demo test lint typecheck unit vscode vsix vsix-all code-server slo bench bench-quick soak clean
+.PHONY: setup demo test lint typecheck unit vscode vsix vsix-all code-server slo bench bench-quick bench-long soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,11 @@ bench: setup
 
 bench-quick: setup
 	$(BIN)/python -m tests.bench --quick
+
+# make bench plus the long rows (the 100-line replay, every KV-cache window
+# with --cache-reuse off and 256, ...): most of an hour on a shared machine.
+bench-long: setup
+	$(BIN)/python -m tests.bench --long
 
 # Long replays through one real server: RSS over time, latency drift, errors.
 SOAK_MINUTES ?= 5

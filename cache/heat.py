@@ -1,10 +1,13 @@
 """The editing context's heat, turned into the hybrid policy's context weight alpha.
 
-The server calls ``ContextHeat.record`` on every completion request with two
-plain values: whether the editor asked by itself (``automatic``, while typing)
-or the user invoked it, and the token-position entropy near the cursor
-(``line_entropy`` of the line prefix, in [0, 1]). ``alpha()`` combines three
-signals over a sliding window (``window`` seconds on the injected timer):
+The server calls ``ContextHeat.record_line`` on every completion request with
+two plain values: whether the editor asked by itself (``automatic``, while
+typing) or the user invoked it, and the line prefix, whose token-position
+entropy near the cursor (``line_entropy``, in [0, 1]) is computed when the
+signals are next read: only a policy storing an entry (a miss) reads them,
+so a cache hit never pays for it. ``record`` takes the entropy ready-made.
+``alpha()`` combines three signals over a sliding window (``window`` seconds
+on the injected timer):
 
 * ``s`` - the share of automatic requests: typing-driven requests revisit the
   contexts of the last few seconds, so recency matters;
@@ -71,18 +74,28 @@ class ContextHeat:
         self.window = window
         self.saturation = saturation
         self.timer = timer
-        #: (time, automatic, entropy), oldest first
-        self._events: deque[tuple[float, bool, float]] = deque()
+        #: (time, automatic, entropy or the text it is still to be computed from), oldest first
+        self._events: deque[tuple[float, bool, float | str]] = deque()
         self._automatic = 0
+        #: the sum of the computed entropies, and how many events wait for theirs
         self._entropy_sum = 0.0
+        self._unscored = 0
 
     def record(self, *, automatic: bool, entropy: float) -> None:
-        """Note one completion request."""
+        """Note one completion request with the entropy near its cursor."""
         entropy = min(1.0, max(0.0, entropy))
         now = self.timer()
         self._events.append((now, automatic, entropy))
         self._automatic += automatic
         self._entropy_sum += entropy
+        self._expire(now)
+
+    def record_line(self, *, automatic: bool, line_prefix: str) -> None:
+        """Note one completion request; its ``line_entropy`` is computed when next read."""
+        now = self.timer()
+        self._events.append((now, automatic, line_prefix[-ENTROPY_CHARS:]))
+        self._automatic += automatic
+        self._unscored += 1
         self._expire(now)
 
     def _expire(self, now: float) -> None:
@@ -91,13 +104,27 @@ class ContextHeat:
         while events and events[0][0] <= horizon:
             _, automatic, entropy = events.popleft()
             self._automatic -= automatic
-            self._entropy_sum -= entropy
+            if isinstance(entropy, str):
+                self._unscored -= 1
+            else:
+                self._entropy_sum -= entropy
         if not events:
             self._entropy_sum = 0.0  # no float drift survives an idle period
+
+    def _score(self) -> None:
+        """Compute the entropies still owed (each event's once)."""
+        self._events = deque(
+            (at, automatic, line_entropy(entropy) if isinstance(entropy, str) else entropy)
+            for at, automatic, entropy in self._events
+        )
+        self._entropy_sum = sum(float(event[2]) for event in self._events)
+        self._unscored = 0
 
     def signals(self) -> tuple[float, float, float]:
         """The current (source share, heat, entropy) signals, each in [0, 1]."""
         self._expire(self.timer())
+        if self._unscored:
+            self._score()
         n = len(self._events)
         if n == 0:
             return (0.0, 0.0, 0.0)

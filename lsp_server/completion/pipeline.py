@@ -18,6 +18,11 @@ Lookup order for one request (DESIGN.md, "One keystroke, as data"):
 Whatever is served is checked against the document once more just before it
 goes out: if the buffer moved on while we waited, nothing is shown.
 
+``complete_now`` answers an L1 hit in the same call, without an ``await``
+(the server writes it out in the loop iteration that read the request); for
+a miss it does what must see the request's document (the prompt windows,
+the streams it diverged from) and returns the rest of the way as ``Pending``.
+
 A speculative prefetch looks in the same places before it asks upstream: L1,
 the streams in flight, then the shared L2 (in the background, so the answer
 that triggered it is not delayed). An answer another process already fetched
@@ -34,7 +39,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey, fingerprint
@@ -43,6 +48,7 @@ from lsp_server.completion.bounds import MAX_SUGGESTION_LINES, AnswerBounds
 from lsp_server.completion.inflight import InflightRegistry, InflightStream
 from lsp_server.completion.mid_line import position_allowed, suggestion_allowed
 from lsp_server.completion.notify import UserNotifier
+from lsp_server.completion.pending import Pending
 from lsp_server.completion.throttle import MissThrottle
 from lsp_server.completion.turns import DocumentTurns
 from lsp_server.documents.cross_file import PromptContext
@@ -110,6 +116,25 @@ def _hit_source(hit: Hit) -> str:
     return hit.source
 
 
+class _Request(NamedTuple):
+    """One request on its way through the pipeline, as the lookup found it.
+
+    A named tuple: one is built per request, in one step.
+    """
+
+    uri: str
+    ctx: SyntaxContext
+    key: ScopeKey
+    anchor: LineAnchor
+    method: str
+    still_current: Callable[[], bool]
+    started: float
+    #: the upstream error count when the request arrived
+    errors_before: int
+    #: called when the service answers that the line is complete (``complete``)
+    line_done: Callable[[], None] | None = None
+
+
 def fit_to_line(text: str, line_suffix: str) -> str:
     """Trim what the buffer already has after the cursor, and overlong answers."""
     lines = text.split("\n")[:MAX_SUGGESTION_LINES]
@@ -159,6 +184,46 @@ class CompletionPipeline:
         self._prefetching: set[str] = set()
         self._prefetch_tasks: set[asyncio.Task[None]] = set()
 
+    def complete_now(
+        self,
+        uri: str,
+        ctx: SyntaxContext,
+        *,
+        still_current: Callable[[], bool],
+        method: str = "inline",
+        line_done: Callable[[], None] | None = None,
+    ) -> Suggestion | None | Pending[Suggestion | None]:
+        """Answer one request at once when no waiting is needed; None means "no suggestion".
+
+        An L1 hit, or a request that nothing could be shown for, is answered
+        here. Anything else returns ``Pending``: the rest of the lookup (the
+        streams in flight, L2, upstream) for the caller to await. Everything
+        that must see the document as the request found it (the prompt
+        windows, the streams it diverged from) is done before returning.
+        """
+        started = self.clock()
+        self.stats.requests += 1
+        self.stats.requests_by_language[ctx.language] += 1
+        if not position_allowed(self.completion.mid_line, ctx.line_suffix):
+            # completion.midLine = "never" with text after the cursor: nothing could show.
+            self.stats.mid_line_suppressed += 1
+            self.stats.record_empty((self.clock() - started) * 1000.0)
+            self.metrics.record_request(method, "none", "empty", self.clock() - started)
+            return None
+        key, anchor = keys_for(ctx)
+        request = _Request(
+            uri, ctx, key, anchor, method, still_current, started, self.stats.upstream_errors,
+            line_done,
+        )
+        hit = self._l1(key, anchor, ctx)
+        if hit is not None or self.backend is None:
+            return self._finish(request, hit)
+        # A miss: read the prompt windows now, before the first wait, while
+        # the document is still the one this context was taken from.
+        ctx.prompt.texts()
+        self.inflight.cancel_diverged(uri, ctx.line_prefix, anchor, ctx.line)
+        return Pending(self._complete_later(request))
+
     async def complete(
         self,
         uri: str,
@@ -168,35 +233,37 @@ class CompletionPipeline:
         method: str = "inline",
         line_done: Callable[[], None] | None = None,
     ) -> Suggestion | None:
-        """Answer one request; None means "no suggestion".
+        """Answer one request, waiting where needed; None means "no suggestion".
 
         ``line_done`` is called when the service, asked at the end of a line,
         answered that nothing more comes on it.
         """
-        started = self.clock()
-        self.stats.requests += 1
-        self.stats.requests_by_language[ctx.language] += 1
-        errors_before = self.stats.upstream_errors
-        mid_line = self.completion.mid_line
-        if not position_allowed(mid_line, ctx.line_suffix):
-            # completion.midLine = "never" with text after the cursor: nothing could show.
-            self.stats.mid_line_suppressed += 1
-            self.stats.record_empty((self.clock() - started) * 1000.0)
-            self.metrics.record_request(method, "none", "empty", self.clock() - started)
-            return None
+        answer = self.complete_now(
+            uri, ctx, still_current=still_current, method=method, line_done=line_done
+        )
+        return await answer.rest if isinstance(answer, Pending) else answer
+
+    async def _complete_later(self, request: _Request) -> Suggestion | None:
         try:
-            suggestion = await self._lookup(uri, ctx, line_done)
+            suggestion = await self._lookup_beyond_l1(request)
         except asyncio.CancelledError:
             self.stats.cancelled += 1
-            self.metrics.record_request(method, "none", "cancelled", self.clock() - started)
+            elapsed = self.clock() - request.started
+            self.metrics.record_request(request.method, "none", "cancelled", elapsed)
             raise
-        latency_ms = (self.clock() - started) * 1000.0
-        if suggestion is not None and not still_current():
+        return self._finish(request, suggestion)
+
+    def _finish(self, request: _Request, suggestion: Suggestion | None) -> Suggestion | None:
+        """Check what was found against the buffer, count it, and fit it to the line."""
+        latency_ms = (self.clock() - request.started) * 1000.0
+        mid_line, method = self.completion.mid_line, request.method
+        line_suffix = request.ctx.line_suffix
+        if suggestion is not None and not request.still_current():
             # The buffer moved on while we waited: never show a stale suggestion.
             self.stats.rejected_stale += 1
             suggestion = None
         if suggestion is not None and not suggestion_allowed(
-            mid_line, ctx.line_suffix, suggestion.text
+            mid_line, line_suffix, suggestion.text
         ):
             # Text after the cursor that the suggestion would be wedged in front of.
             self.stats.mid_line_suppressed += 1
@@ -208,33 +275,25 @@ class CompletionPipeline:
         ):
             suggestion = None  # its source's suggestions were kept too little: stay silent
         if suggestion is not None:
-            text = fit_to_line(suggestion.text, ctx.line_suffix)
+            text = fit_to_line(suggestion.text, line_suffix)
             if text:
                 self.stats.record_served(suggestion.source, latency_ms)
                 if suggestion.shared_speculative:
                     self.stats.speculative_l2_served += 1
                 self.metrics.record_request(method, suggestion.source, "served", latency_ms / 1e3)
+                if text == suggestion.text and not suggestion.shared_speculative:
+                    return suggestion  # already what goes out
                 return Suggestion(text, suggestion.source)
         self.stats.record_empty(latency_ms)
         # An upstream failure during this request (approximate under concurrency).
-        failed = suggestion is None and self.stats.upstream_errors > errors_before
+        failed = suggestion is None and self.stats.upstream_errors > request.errors_before
         outcome, source = ("error", "upstream") if failed else ("empty", "none")
         self.metrics.record_request(method, source, outcome, latency_ms / 1000.0)
         return None
 
-    async def _lookup(
-        self, uri: str, ctx: SyntaxContext, line_done: Callable[[], None] | None = None
-    ) -> Suggestion | None:
-        key, anchor = keys_for(ctx)
-        hit = self._l1(key, anchor, ctx)
-        if hit is not None:
-            return hit
-        if self.backend is None:
-            return None
-        # A miss: read the prompt windows now, before the first wait, while
-        # the document is still the one this context was taken from.
-        ctx.prompt.texts()
-        self.inflight.cancel_diverged(uri, ctx.line_prefix, anchor, ctx.line)
+    async def _lookup_beyond_l1(self, request: _Request) -> Suggestion | None:
+        """After an L1 miss: the streams in flight, L2, then upstream after the throttle."""
+        uri, ctx, key, anchor = request.uri, request.ctx, request.key, request.anchor
         attached = await self._attach(anchor, ctx)
         if attached is not None:
             return attached
@@ -254,7 +313,7 @@ class CompletionPipeline:
         attached = await self._attach(anchor, ctx)
         if attached is not None:
             return attached
-        return await self._upstream(uri, key, anchor, ctx, line_done)
+        return await self._upstream(uri, key, anchor, ctx, request.line_done)
 
     def _l1(self, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext) -> Suggestion | None:
         hit = self.store.lookup(key, anchor, ctx.line_prefix)

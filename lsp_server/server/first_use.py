@@ -46,12 +46,12 @@ def _command() -> types.Command:
     return types.Command(title="Accept", command="scopecache.accepted", arguments=["s0", {}])
 
 
-def _inline_answer() -> types.InlineCompletionList:
-    cursor = types.Position(line=1, character=4)
-    item = types.InlineCompletionItem(
-        insert_text="pass", range=types.Range(start=cursor, end=cursor), command=_command()
-    )
-    return types.InlineCompletionList(items=[item])
+def _inline_answer() -> dict[str, Any]:
+    # The inline handler answers in JSON form (``handlers.inline.completion_list``).
+    cursor = {"line": 1, "character": 4}
+    command = {"title": "Accept", "command": "scopecache.accepted", "arguments": ["s0", {}]}
+    item = {"insertText": "pass", "range": {"start": cursor, "end": cursor}, "command": command}
+    return {"items": [item]}
 
 
 def _list_answer() -> types.CompletionList:

@@ -67,6 +67,7 @@ INVALID_REQUEST = -32600
 _CONTENT_LENGTH = re.compile(rb"content-length:[ \t]*([^\r\n]*?)[ \t]*\r?\n$", re.IGNORECASE)
 #: bytes of an unfinished line kept so a header split across two pieces is still found
 _CARRY = 64
+_CANONICAL_PREFIX = b"Content-Length: "
 
 
 class FrameSink(Protocol):
@@ -219,6 +220,19 @@ def dispatch_body(sink: FrameSink, body: bytes) -> None:
     sink.receive(data)
 
 
+def _canonical_length(line: bytes) -> int | None:
+    """The length in a header line as clients write it (``Content-Length: 123`` CRLF), or None.
+
+    A shortcut for the common case only: any other spelling, and a length
+    out of bounds, go through the general rules of ``read_frames``.
+    """
+    if line.startswith(_CANONICAL_PREFIX) and line.endswith(b"\r\n"):
+        value = line[len(_CANONICAL_PREFIX) : -2]
+        if value.isdigit() and int(value) <= MAX_MESSAGE_BYTES:
+            return int(value)
+    return None
+
+
 def valid_id(msg_id: Any) -> str | int | None:
     """``msg_id`` when JSON-RPC allows it as a request id, else None."""
     if isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool)):
@@ -235,32 +249,38 @@ async def read_frames(stop_event: threading.Event, reader: LineReader, sink: Fra
         line = await reader.readline()
         if not line:
             break
-        match = _CONTENT_LENGTH.search(carry + line)
-        carry = b"" if line.endswith(b"\n") else line[-_CARRY:]
-        if match is not None:
-            value = match.group(1)
-            length, trouble = None, None
-            if not value.isdigit():
-                trouble = (PARSE_ERROR, f"Content-Length is not a number: {value[:40]!r}")
-            elif int(value) > MAX_MESSAGE_BYTES:
-                trouble = (INVALID_REQUEST, f"message too large: {int(value)} bytes")
-            else:
-                length = int(value)
+        if not carry and line == b"\r\n" and length is not None:
+            pass  # the blank line after a well-formed header block: its body follows
+        elif not carry and (canonical := _canonical_length(line)) is not None:
+            length, trouble = canonical, None
             continue
-        if line.strip():
-            # Another header (Content-Type), or junk: skipped; junk where a
-            # header block should start earns a parse error at its blank line.
-            if length is None and trouble is None:
-                trouble = (PARSE_ERROR, "Parse error: header block without Content-Length")
-            continue
-        if length is None:
-            # End of a header block without a usable length: the body that
-            # follows is skipped line by line until the next header.
-            if trouble is not None:
-                logger.warning("unusable frame: %s", trouble[1])
-                sink.send_error(None, *trouble)
-                trouble = None
-            continue
+        else:
+            match = _CONTENT_LENGTH.search(carry + line)
+            carry = b"" if line.endswith(b"\n") else line[-_CARRY:]
+            if match is not None:
+                value = match.group(1)
+                length, trouble = None, None
+                if not value.isdigit():
+                    trouble = (PARSE_ERROR, f"Content-Length is not a number: {value[:40]!r}")
+                elif int(value) > MAX_MESSAGE_BYTES:
+                    trouble = (INVALID_REQUEST, f"message too large: {int(value)} bytes")
+                else:
+                    length = int(value)
+                continue
+            if line.strip():
+                # Another header (Content-Type), or junk: skipped; junk where a
+                # header block should start earns a parse error at its blank line.
+                if length is None and trouble is None:
+                    trouble = (PARSE_ERROR, "Parse error: header block without Content-Length")
+                continue
+            if length is None:
+                # End of a header block without a usable length: the body that
+                # follows is skipped line by line until the next header.
+                if trouble is not None:
+                    logger.warning("unusable frame: %s", trouble[1])
+                    sink.send_error(None, *trouble)
+                    trouble = None
+                continue
         body = await reader.readexactly(length)
         if len(body) < length:
             break  # end of input inside a body

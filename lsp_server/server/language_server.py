@@ -105,7 +105,9 @@ class ScopecacheServer(LanguageServer):
         self._host_l2 = l2
         self.backend: CompletionBackend | None = None
         self.heat = ContextHeat()
-        self.store: CompletionStore = store or assembly.build_store(self.settings, self.heat)
+        self.store: CompletionStore = (
+            store if store is not None else assembly.build_store(self.settings, self.heat)
+        )
         self.l2: SharedTier | None = l2
         self.l2_link = L2Link(
             notifier=self.notifier,

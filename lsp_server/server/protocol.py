@@ -19,23 +19,61 @@ Departures from pygls's defaults, all deliberate:
 * list completion (``completionProvider``) is not offered to a client that
   says it shows inline completions, unless ``completion.listAlongsideInline``
   asks for it: VS Code would open its suggestion list beside the ghost text,
-  and Tab would accept the list item instead. Requests are still answered.
+  and Tab would accept the list item instead. Requests are still answered;
+* a method registered with ``answer_immediately`` (inline completion) is
+  answered in the loop iteration that read it when its answer is in memory
+  (see "The immediate route" below).
+
+The immediate route. pygls answers a request in three loop iterations: one
+structures the message and creates the handler's task, one runs the task,
+one sends the result from the task's done callback, serialized through
+cattrs. For a cache hit that is most of the server's time. ``receive``
+therefore hands a request of a registered method, when its params have the
+plain shape, straight to its answer function, which returns the answer as
+JSON text or a ``Pending`` (a miss). An answer is written at once, through
+the same writer and framed the same way;
+a ``Pending`` becomes the request's task exactly as pygls files one (in
+``_request_futures``, answered by ``_send_handler_result``), so
+``$/cancelRequest``, error answers and shutdown treat it as any request. The
+route is not taken, and the request goes pygls's way, before ``initialize``,
+after ``shutdown``, for params of any other shape (pygls's own answer,
+e.g. -32602, stays the one given), and while a handler task of an earlier
+message has not started yet: handlers then still start in the order their
+messages arrived.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import inspect
 import json
 import logging
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from concurrent.futures import Future
+from dataclasses import dataclass
+from functools import partial
+from json.encoder import encode_basestring_ascii as json_string
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, lsp_method
 
+from lsp_server.completion.pending import Pending
 from lsp_server.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ImmediateRoute:
+    """How requests of one method may be answered in the loop iteration that read them."""
+
+    #: the handler's params from the message's raw ``params``, or None: go pygls's way
+    params: Callable[[Any], Any | None]
+    #: the result as JSON text (sent at once), or ``Pending`` with the rest to await
+    answer: Callable[[Any], str | Pending[Any]]
 
 
 class ScopecacheProtocol(LanguageServerProtocol):
@@ -43,6 +81,26 @@ class ScopecacheProtocol(LanguageServerProtocol):
 
     #: set by the first ``initialize`` request; before it, requests get -32002
     _initialize_seen = False
+
+    def __init__(self, server: Any, converter: Any) -> None:
+        super().__init__(server, converter)
+        self._immediate: dict[str, ImmediateRoute] = {}
+
+    def answer_immediately(
+        self,
+        method: str,
+        params: Callable[[Any], Any | None],
+        answer: Callable[[Any], str | Pending[Any]],
+    ) -> None:
+        """Answer ``method`` on the immediate route (module docstring) when it can be.
+
+        ``params`` turns the raw params into the handler's, or returns None
+        when they are not of the plain shape it reads (the request then goes
+        pygls's way); ``answer`` returns the result as JSON text (sent as it
+        is) or a ``Pending`` (its result goes through the converter, as a
+        handler's does).
+        """
+        self._immediate[method] = ImmediateRoute(params, answer)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         """Accept requests and notifications that omit ``params``."""
@@ -54,6 +112,9 @@ class ScopecacheProtocol(LanguageServerProtocol):
         """Structure and handle one JSON-RPC object; bad params of a request get -32602."""
         method = data.get("method")
         if isinstance(method, str) and self._refused_before_initialize(method, data.get("id")):
+            return
+        route = self._immediate.get(method) if isinstance(method, str) else None
+        if route is not None and "id" in data and self._answered_immediately(route, data):
             return
         try:
             message = self.structure_message(data)
@@ -76,6 +137,66 @@ class ScopecacheProtocol(LanguageServerProtocol):
         ):
             return
         super().handle_message(message)
+
+    def _answered_immediately(self, route: ImmediateRoute, data: dict[str, Any]) -> bool:
+        """Answer on the immediate route; False when the request must go pygls's way."""
+        if self._shutdown or self._handler_waiting_to_start():
+            return False
+        params = route.params(data.get("params"))
+        if params is None:
+            return False
+        # As pygls runs a handler: in a copy of the context, with its request id set.
+        contextvars.copy_context().run(self._answer_now, data["id"], route.answer, params)
+        return True
+
+    def _answer_now(
+        self, msg_id: Any, answer: Callable[[Any], str | Pending[Any]], params: Any
+    ) -> None:
+        self._ctx_msg_id.set(msg_id)
+        try:
+            result = answer(params)
+        except Exception as exc:
+            failed: Future[Any] = Future()
+            failed.set_exception(exc)
+            self._send_handler_result(failed, msg_id=msg_id)  # pygls's error answer
+            return
+        if isinstance(result, Pending):
+            # Filed and answered as pygls does for a coroutine handler.
+            task: Any = asyncio.ensure_future(result.rest)
+            self._request_futures[msg_id] = task
+            task.add_done_callback(partial(self._send_handler_result, msg_id=msg_id))
+            return
+        self._send_result_json(msg_id, result)
+
+    def _send_result_json(self, msg_id: str | int, result: str) -> None:
+        """Write a response whose result is JSON text already, framed as ``_send_data`` frames."""
+        if self.writer is None:
+            logger.error("Unable to send data, no available transport!")
+            return
+        json_id = json_string(msg_id) if isinstance(msg_id, str) else str(msg_id)
+        body = f'{{"jsonrpc":"2.0","id":{json_id},"result":{result}}}'.encode()
+        header = (
+            f"Content-Length: {len(body)}\r\n"
+            f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+        )
+        try:
+            written = self.writer.write(header.encode() + body)
+            if inspect.isawaitable(written):
+                asyncio.ensure_future(written)
+        except BrokenPipeError:
+            logger.exception("Error sending data. BrokenPipeError")
+            raise
+        except Exception as error:
+            logger.exception("Error sending data")
+            self._server._report_server_error(error, JsonRpcInternalError)
+
+    def _handler_waiting_to_start(self) -> bool:
+        """Whether an earlier message's handler task has not run its first step yet."""
+        return bool(self._request_futures) and any(
+            isinstance(future, asyncio.Task)
+            and inspect.getcoroutinestate(future.get_coro()) == inspect.CORO_CREATED
+            for future in self._request_futures.values()
+        )
 
     def _refused_before_initialize(self, method: str, msg_id: Any) -> bool:
         if self._initialize_seen or method == types.EXIT:

@@ -2,12 +2,14 @@
 
 ``suggest`` finds the open, not excluded document, derives the syntax
 context at the cursor, feeds the hybrid policy's context heat, records the
-request in the trace and asks the pipeline. What goes out is remembered
-(``ServedItems``) and shown to the acceptance ledger (``AcceptWatch``) with
-its source, language, scope kind and latency, so that
-``scopecache.accepted`` can attribute an acceptance, whole or in part, and
-the speculative prefetch of the state after accepting it is scheduled for
-just after the answer has gone out.
+request in the trace and asks the pipeline. An answer from memory comes back
+in the same call (the inline hit path answers without a task); a miss comes
+back as ``Pending``, the rest of its way (``suggest`` awaits it for callers
+that simply wait). What goes out is remembered (``ServedItems``) and shown
+to the acceptance ledger (``AcceptWatch``) with its source, language, scope
+kind and latency, so that ``scopecache.accepted`` can attribute an
+acceptance, whole or in part, and the speculative prefetch of the state
+after accepting it is scheduled for just after the answer has gone out.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from cache.heat import line_entropy
+from lsp_server.completion.pending import Pending
 from lsp_server.completion.pipeline import Suggestion
 from lsp_server.completion.speculate import typed_towards
 from lsp_server.documents.document import Document
@@ -36,16 +38,22 @@ logger = logging.getLogger(__name__)
 SPECULATION_DELAY = 0.005
 
 
-async def suggest(
+#: a suggestion with its item id and the context it was found for
+Found = tuple[Suggestion, str, SyntaxContext]
+
+
+def suggest_now(
     ls: ScopecacheServer,
     uri: str,
     position: types.Position,
     *,
     automatic: bool = True,
     method: str = "inline",
-) -> tuple[Suggestion, str, SyntaxContext] | None:
-    """A suggestion at ``position`` with its item id, or None.
+) -> Found | None | Pending[Found | None]:
+    """A suggestion at ``position`` with its item id, None, or ``Pending`` when it needs waiting.
 
+    An answer from memory (an L1 hit, or nothing to show) comes back in the
+    same call; a miss comes back as ``Pending`` with the rest of its way.
     ``automatic`` tells whether the editor asked by itself while the user
     typed (rather than the user invoking completion): it feeds the hybrid
     policy's context weight. ``method`` is ``inline`` or ``list``.
@@ -57,10 +65,23 @@ async def suggest(
         ls.stats.record_empty(0.0)
         return None
     try:
-        return await _suggest(ls, doc, position, automatic=automatic, method=method)
+        return _suggest_now(ls, doc, position, automatic=automatic, method=method)
     except Exception:
         ls.stats.errors += 1  # answered with an error: counted, never silent
         raise
+
+
+async def suggest(
+    ls: ScopecacheServer,
+    uri: str,
+    position: types.Position,
+    *,
+    automatic: bool = True,
+    method: str = "inline",
+) -> Found | None:
+    """``suggest_now``, waiting for its answer when it needs waiting."""
+    found = suggest_now(ls, uri, position, automatic=automatic, method=method)
+    return await found.rest if isinstance(found, Pending) else found
 
 
 def accepted(
@@ -93,11 +114,11 @@ def _completable(ls: ScopecacheServer, uri: str) -> Document | None:
     return doc
 
 
-async def _suggest(
+def _suggest_now(
     ls: ScopecacheServer, doc: Document, position: types.Position, *, automatic: bool, method: str
-) -> tuple[Suggestion, str, SyntaxContext] | None:
+) -> Found | None | Pending[Found | None]:
     ctx = ls.doc_context(doc, position)
-    ls.heat.record(automatic=automatic, entropy=line_entropy(ctx.line_prefix))
+    ls.heat.record_line(automatic=automatic, line_prefix=ctx.line_prefix)
     uri, version = doc.uri, doc.version
 
     def still_current() -> bool:
@@ -105,6 +126,7 @@ async def _suggest(
 
     if ls.recorder is not None:
         ls.recorder.complete(uri, position, method)
+
     def line_done() -> None:
         # The model says this line is complete. On a service slower than the
         # typing, ask now for the next line (Enter, auto-indent), the state the
@@ -115,9 +137,38 @@ async def _suggest(
             )
 
     started = time.perf_counter()
-    suggestion = await ls.pipeline.complete(
+    answer = ls.pipeline.complete_now(
         uri, ctx, still_current=still_current, method=method, line_done=line_done
     )
+    if isinstance(answer, Pending):
+        return Pending(_served_later(ls, doc, version, ctx, answer, started))
+    return _served(ls, doc, version, ctx, answer, started)
+
+
+async def _served_later(
+    ls: ScopecacheServer,
+    doc: Document,
+    version: int,
+    ctx: SyntaxContext,
+    answer: Pending[Suggestion | None],
+    started: float,
+) -> Found | None:
+    try:
+        return _served(ls, doc, version, ctx, await answer.rest, started)
+    except Exception:
+        ls.stats.errors += 1  # answered with an error: counted, never silent
+        raise
+
+
+def _served(
+    ls: ScopecacheServer,
+    doc: Document,
+    version: int,
+    ctx: SyntaxContext,
+    suggestion: Suggestion | None,
+    started: float,
+) -> Found | None:
+    """Remember what goes out, show it to the acceptance ledger, schedule its prefetch."""
     if suggestion is None:
         return None
     latency_ms = (time.perf_counter() - started) * 1000.0
@@ -126,11 +177,11 @@ async def _suggest(
         asyncio.get_running_loop().call_later(
             SPECULATION_DELAY, _speculate, ls, doc, version, ctx, suggestion.text
         )
-    item = ServedItem(uri, ctx.line, ctx.character, suggestion.text, suggestion.source)
-    item_id = ls.served.remember(item)
-    ls.accepts.shown(item_id, uri, ctx, suggestion.text, suggestion.source, latency_ms)
+    uri, text, source = doc.uri, suggestion.text, suggestion.source
+    item_id = ls.served.remember(ServedItem(uri, ctx.line, ctx.character, text, source))
+    ls.accepts.shown(item_id, uri, ctx, text, source, latency_ms)
     if ls.recorder is not None:
-        ls.recorder.shown(item_id, uri, ctx, suggestion.text, suggestion.source, latency_ms)
+        ls.recorder.shown(item_id, uri, ctx, text, source, latency_ms)
     return suggestion, item_id, ctx
 
 

@@ -2,22 +2,27 @@
 
 Each row is measured against a baseline in the same run; nothing here
 asserts a time. ``--quick`` runs small sizes (CI runs it so the suite never
-rots); ``--only NAME[,NAME]`` picks suites.
+rots); ``--long`` adds the long rows (a suite's ``run`` that takes ``long``
+gets it; the suites in ``LONG_SUITES`` run only then); ``--only
+NAME[,NAME]`` picks suites. Each suite's seconds go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import sys
 import time
 from typing import Any
 
 SUITES = (
-    "keystroke", "languages", "cache", "server", "transport", "http1", "l2", "replay",
+    "keystroke", "languages", "cache", "server", "hitpath", "transport", "http1", "l2", "replay",
     "llamacpp", "kvcache", "slow_model",
 )
+#: suites made of long rows only: run with ``--long`` (or named in ``--only``)
+LONG_SUITES: tuple[str, ...] = ()
 
 
 def _fmt(value: Any) -> str:
@@ -50,22 +55,32 @@ def main(argv: list[str] | None = None) -> int:
     """Run the suites and print the table."""
     parser = argparse.ArgumentParser(prog="python -m tests.bench")
     parser.add_argument("--quick", action="store_true", help="small sizes, for CI")
+    parser.add_argument("--long", action="store_true", help="add the long rows and suites")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--only", default=",".join(SUITES))
+    parser.add_argument("--only", help="comma-separated suites (default: all)")
     args = parser.parse_args(argv)
+    if args.only:
+        suites = [s for s in args.only.split(",") if s]
+    else:
+        suites = [*SUITES, *(LONG_SUITES if args.long else ())]
     rows: list[dict[str, Any]] = []
     failed = []
-    for suite in [s for s in args.only.split(",") if s]:
+    total = time.perf_counter()
+    for suite in suites:
         started = time.perf_counter()
         print(f"running {suite} ...", file=sys.stderr, flush=True)
         try:
             module = importlib.import_module(f"tests.bench.bench_{suite}")
-            for row in module.run(quick=args.quick):
+            options = {"quick": args.quick}
+            if "long" in inspect.signature(module.run).parameters:
+                options["long"] = args.long
+            for row in module.run(**options):
                 rows.append({"suite": suite, **row})
         except Exception as exc:  # one broken suite must not hide the others
             failed.append(suite)
             print(f"  {suite} failed: {exc!r}", file=sys.stderr)
         print(f"  {suite}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    print(f"all suites: {time.perf_counter() - total:.1f} s", file=sys.stderr)
     if args.json:
         json.dump({"rows": rows, "failed": failed}, sys.stdout, indent=1)
         print()

@@ -37,7 +37,17 @@ alike; the server's batch is large enough that ``/infill`` never cuts a
 prompt of ours (a real one would cut the llama.vscode-style window, and
 does here too).
 
-Run: ``.venv/bin/python -m tests.bench.bench_kvcache [--quick]``.
+``make bench`` measures ours against today's window (with cross-file
+context, suffix-first and speculation) with ``--cache-reuse`` off on a short
+session (two files, six lines typed at the end of each, one earlier function
+revisited); ``--long`` measures every window with ``--cache-reuse`` off and
+at 256 on the long session (sixteen lines, two revisits): sixteen llama.cpp
+servers, most of a quarter of an hour on a shared machine. ``--quick``
+types three lines. The two speculation rows replay at the typist's pace, so
+they run side by side (each on its own server), the load of the machine
+falling on both alike.
+
+Run: ``.venv/bin/python -m tests.bench.bench_kvcache [--quick] [--long]``.
 """
 
 from __future__ import annotations
@@ -147,9 +157,11 @@ def _returns(uri: str, head_lines: list[str], t: float, count: int) -> list[Even
     return events
 
 
-def editing_session(quick: bool) -> Trace:
+def editing_session(quick: bool, long: bool = False) -> Trace:
     """Files larger than the budget, edited at their end and in earlier functions."""
-    return sized_session(120, 6, 1) if quick else sized_session(220, 16, 2)
+    if long:
+        return sized_session(220, 16, 2)
+    return sized_session(120, 3, 1) if quick else sized_session(120, 6, 1)
 
 
 def sized_session(head_count: int, typed_count: int, returns: int) -> Trace:
@@ -289,27 +301,31 @@ def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
     }
 
 
-def _plan(quick: bool) -> tuple[tuple[int, ...], tuple[tuple[str, str], ...]]:
-    """Cache-reuse values and windows: all of them, or ours against today's (quick)."""
-    return ((0,), WINDOWS[:2]) if quick else ((0, 256), WINDOWS)
+def _plan(long: bool) -> tuple[tuple[int, ...], tuple[tuple[str, str], ...]]:
+    """Cache-reuse values and windows: all of them (long), or ours against today's."""
+    return ((0, 256), WINDOWS) if long else ((0,), WINDOWS[:2])
 
 
 Results = dict[tuple[str, int, bool], dict[str, float]]
 
 
 async def measure_speculation(trace: Trace, workdir: Path, cache_reuse: int, out: Results) -> None:
-    """Ours with speculative prefetch on, with and without slot pinning."""
-    for speculation in ("unpinned", "pinned"):
-        out[(speculation, cache_reuse, False)] = await _measure(
-            trace, workdir, "anchored", cache_reuse, False, speculation
-        )
+    """Ours with speculative prefetch on, with and without slot pinning, side by side."""
+    kinds = ("unpinned", "pinned")
+    for kind in kinds:
+        (workdir / kind).mkdir(exist_ok=True)
+    measured = await asyncio.gather(
+        *(_measure(trace, workdir / kind, "anchored", cache_reuse, False, kind) for kind in kinds)
+    )
+    for kind, numbers in zip(kinds, measured, strict=True):
+        out[(kind, cache_reuse, False)] = numbers
 
 
-async def measure_all(quick: bool) -> Results:
-    """Every window, cache-reuse off and 256, ours with cross-file context, and
-    ours with speculation, its prefetches on a slot of their own or not."""
-    trace = editing_session(quick)
-    reuses, windows = _plan(quick)
+async def measure_all(quick: bool, long: bool = False) -> Results:
+    """Every window (long), ours with cross-file context, suffix-first, and ours
+    with speculation, its prefetches on a slot of their own or not."""
+    trace = editing_session(quick, long)
+    reuses, windows = _plan(long)
     out: Results = {}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -328,15 +344,15 @@ async def measure_all(quick: bool) -> Results:
     return out
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
-    """Measure and return the rows."""
+def run(quick: bool = False, long: bool = False) -> list[dict[str, Any]]:
+    """Measure and return the rows (every window, both cache-reuse settings with ``long``)."""
     from tests.support.llamacpp import missing_reason
 
     reason = missing_reason()
     if reason is not None:
         raise RuntimeError(reason)
-    results = asyncio.run(measure_all(quick))
-    reuses, windows = _plan(quick)
+    results = asyncio.run(measure_all(quick, long))
+    reuses, windows = _plan(long)
     rows = []
     for cache_reuse in reuses:
         flag = f"--cache-reuse {cache_reuse}" if cache_reuse else "--cache-reuse off"
@@ -399,5 +415,5 @@ def speculation_rows(results: Results, cache_reuse: int, flag: str) -> list[dict
 
 
 if __name__ == "__main__":
-    for row in run("--quick" in sys.argv):
+    for row in run("--quick" in sys.argv, "--long" in sys.argv):
         print(row)

@@ -312,9 +312,10 @@ def run(quick: bool = False, hit_ratio: bool = True) -> list[dict[str, object]]:
         ext, cursor, _ = UNITS[language]
         for lines in sizes:
             text = source(language, lines)
-            row = keystroke_rows(
-                text, f"file:///bench/large.{ext}", language, cursor, repeats, lines
-            )[0]
+            (row,) = keystroke_rows(
+                text, f"file:///bench/large.{ext}", language, cursor, repeats, lines,
+                keystroke_only=True,
+            )
             rows.append({**row, "name": f"{language} {row['name']}"})
         if hit_ratio:
             rows.extend(hit_ratio_rows(language, quick))

@@ -16,7 +16,11 @@ same run:
   (llama-server closes the connection after every streamed answer, so a
   direct streamed request would pay a connect each time).
 
-Run: ``.venv/bin/python -m tests.bench.bench_llamacpp [--quick]``.
+The session writes the first ``SESSION_LINES`` lines of two samples
+(``LONG_SESSION_LINES`` with ``--long``): the policy-none and cold replays
+send nearly every request to the server, one after the other.
+
+Run: ``.venv/bin/python -m tests.bench.bench_llamacpp [--quick] [--long]``.
 """
 
 from __future__ import annotations
@@ -46,8 +50,14 @@ def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
     }
 
 
-def _texts(quick: bool) -> dict[str, str]:
-    lines = 8 if quick else 40
+#: lines of each sample the session writes: make bench, --long, --quick
+SESSION_LINES = 14
+LONG_SESSION_LINES = 40
+QUICK_SESSION_LINES = 6
+
+
+def _texts(quick: bool, long: bool = False) -> dict[str, str]:
+    lines = QUICK_SESSION_LINES if quick else LONG_SESSION_LINES if long else SESSION_LINES
     return {
         f"file:///bench/{path.name}": "\n".join(path.read_text().split("\n")[:lines]) + "\n"
         for path in sample_files()[:2]
@@ -69,12 +79,12 @@ def _direct_ms(url: str, count: int) -> float:
     return statistics.median(times)
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
-    """Measure and return the rows."""
+def run(quick: bool = False, long: bool = False) -> list[dict[str, Any]]:
+    """Measure and return the rows (over the long session with ``long``)."""
     reason = missing_reason()
     if reason is not None:
         raise RuntimeError(reason)
-    trace = synthesize(_texts(quick), seed=5)
+    trace = synthesize(_texts(quick, long), seed=5)
     with tempfile.TemporaryDirectory() as tmp, LlamaCppServer(Path(tmp), embedding=128) as server:
         l2 = {"l2": "sqlite", "sqlitePath": str(Path(tmp) / "l2.sqlite")}
         summaries = {}
@@ -108,4 +118,5 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 if __name__ == "__main__":
     from tests.bench.__main__ import table
 
-    print(table([{"suite": "llamacpp", **r} for r in run(quick="--quick" in sys.argv)]))
+    rows = run(quick="--quick" in sys.argv, long="--long" in sys.argv)
+    print(table([{"suite": "llamacpp", **r} for r in rows]))

@@ -3,10 +3,17 @@
 Rows: upstream requests and user-perceived latency (p50/p95) for
 ``cache.policy`` = ``hybrid`` and ``lru`` against ``none`` (every request goes
 upstream), all through real ``scopecache serve`` processes and the reference
-service; and, on the same trace in process (``simulate``), the upstream
-requests of our scope keys against the key designs of other clients.
+service; and, in process (``simulate``), the upstream requests of our scope
+keys against the key designs of other clients.
 
-Run: ``.venv/bin/python -m tests.bench.bench_replay [--quick]``.
+The session writes the first lines of three standard-library modules and two
+of the package's samples: ``FILE_LINES`` of each in ``make bench``,
+``LONG_FILE_LINES`` with ``--long`` (policy none sends every request
+upstream, and each costs the throttle's wait plus a round trip: the long
+session's three replays took 25 minutes on the shared 2-core machine). The
+simulated rows use the long session either way: in process it takes seconds.
+
+Run: ``.venv/bin/python -m tests.bench.bench_replay [--quick] [--long]``.
 """
 
 from __future__ import annotations
@@ -26,7 +33,10 @@ from lsp_server.observe.trace.writer import write_trace
 
 STDLIB = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
 FULL_FILES = ("textwrap.py", "shlex.py", "heapq.py")
-FULL_LINES = 100
+#: lines of each file the session writes in ``make bench``, with ``--long``, with ``--quick``
+FILE_LINES = 12
+LONG_FILE_LINES = 100
+QUICK_LINES = 12
 
 
 def _head(text: str, lines: int) -> str:
@@ -43,20 +53,20 @@ def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
     }
 
 
-def _trace(quick: bool) -> Trace:
+def _trace(quick: bool, long: bool = False) -> Trace:
+    """The session: two samples' first lines (quick), or five files' first lines."""
     texts: dict[str, str] = {}
     if quick:
         for path in sample_files()[:2]:
-            texts[f"file:///bench/{path.name}"] = _head(path.read_text(), 20)
-    else:
-        # the first FULL_LINES lines of each: policy=none sends every request
-        # upstream, so the whole files would take many minutes
-        for name in FULL_FILES:
-            path = STDLIB / name
-            if path.exists():
-                texts[path.as_uri()] = _head(path.read_text(), FULL_LINES)
-        for path in sample_files()[:2]:
-            texts[f"file:///bench/{path.name}"] = _head(path.read_text(), FULL_LINES)
+            texts[f"file:///bench/{path.name}"] = _head(path.read_text(), QUICK_LINES)
+        return synthesize(texts, seed=3)
+    lines = LONG_FILE_LINES if long else FILE_LINES
+    for name in FULL_FILES:
+        path = STDLIB / name
+        if path.exists():
+            texts[path.as_uri()] = _head(path.read_text(), lines)
+    for path in sample_files()[:2]:
+        texts[f"file:///bench/{path.name}"] = _head(path.read_text(), lines)
     return synthesize(texts, seed=3)
 
 
@@ -70,9 +80,9 @@ async def _replays(trace: Trace) -> dict[str, dict[str, Any]]:
     return out
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
-    """Measure and return the rows."""
-    trace = _trace(quick)
+def run(quick: bool = False, long: bool = False) -> list[dict[str, Any]]:
+    """Measure and return the rows (the replays of the long session with ``long``)."""
+    trace = _trace(quick, long)
     summaries = asyncio.run(_replays(trace))
     none = summaries["none"]
     rows = []
@@ -97,7 +107,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.jsonl"
-        write_trace(path, trace)
+        write_trace(path, trace if long or quick else _trace(quick, long=True))
         requests = collect_requests(path)
         results = simulate.simulate(
             requests,
@@ -121,5 +131,5 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    for row in run("--quick" in sys.argv):
+    for row in run("--quick" in sys.argv, "--long" in sys.argv):
         print(row)

@@ -255,6 +255,25 @@ def test_context_heat_is_neutral_when_idle_and_bounded() -> None:
     assert 0.3 <= heat.alpha() < 0.5
 
 
+def test_recorded_lines_give_the_signals_of_their_entropies_scored_when_read() -> None:
+    lines = ["    return self.value", "x = 1", "    aaaaaaaa", "def greet(name):"]
+    clock = FakeClock()
+    eager = ContextHeat(window=10.0, saturation=8, timer=clock)
+    lazy = ContextHeat(window=10.0, saturation=8, timer=clock)
+    for i, line in enumerate(lines):
+        eager.record(automatic=i % 2 == 0, entropy=line_entropy(line))
+        lazy.record_line(automatic=i % 2 == 0, line_prefix=line)
+        clock.now += 1
+    assert lazy.signals() == pytest.approx(eager.signals())
+    lazy.record_line(automatic=True, line_prefix="abcdefgh")
+    eager.record(automatic=True, entropy=1.0)
+    clock.now += 11  # all of them expire, scored or not
+    lazy.record_line(automatic=False, line_prefix="zzzz")
+    eager.record(automatic=False, entropy=0.0)
+    assert lazy.signals() == pytest.approx(eager.signals()) == (0.0, 1 / 8, 0.0)
+    assert lazy.alpha() == pytest.approx(eager.alpha())
+
+
 def test_line_entropy_is_normalized() -> None:
     assert line_entropy("") == 0.0
     assert line_entropy("    aaaaaaaa") == 0.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import socket
@@ -121,3 +122,26 @@ async def test_frames_from_a_pipe_reach_the_sink_in_order(
     assert [m["method"] for m in sink.messages] == [f"m{i}" for i in range(50)] + ["big"]
     assert len(sink.messages[-1]["params"]) == 300_000
     assert sink.errors == [(None, -32700)]
+
+
+async def test_header_spellings_and_split_headers_frame_alike() -> None:
+    stream = asyncio.StreamReader(limit=MAX_HEADER_LINE)
+    body = b'{"jsonrpc": "2.0", "method": "m"}'
+    n = len(body)
+    spellings = [
+        b"Content-Length: %d\r\n\r\n" % n,
+        b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc\r\n\r\n" % n,
+        b"content-length:%d \r\n\r\n" % n,
+        b"Content-Length: %d\n\n" % n,
+        b"X-Junk: " + b"z" * (MAX_HEADER_LINE + 5) + b"Content-Length: %d\r\n\r\n" % n,
+        b"Content-Length: 0%d\r\n\r\n" % n,
+    ]
+    for header in spellings:
+        stream.feed_data(header + body)
+    stream.feed_data(b"Content-Length: 99999999999\r\n\r\n" + body)  # refused, then skipped
+    stream.feed_data(b"Content-Length: %d\r\n\r\n" % n + body)
+    stream.feed_eof()
+    sink = Sink()
+    await read_frames(threading.Event(), PipeLineReader(stream), sink)
+    assert [m["method"] for m in sink.messages] == ["m"] * (len(spellings) + 1)
+    assert sink.errors == [(None, -32600)]

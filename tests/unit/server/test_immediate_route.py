@@ -1,0 +1,267 @@
+"""The inline hit path: answered in the loop iteration that read it, misses still pygls's.
+
+The server runs in process with the fake backend at the transport seam; the
+protocol gets each message as the frame reader hands it on
+(``ScopecacheProtocol.receive``), and a recording writer keeps what would go
+to the editor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from cache.store import CompletionStore
+from lsp_server import create_server
+from lsp_server.server.handlers.inline import completion_list, completion_list_json, plain_params
+from lsp_server.server.language_server import ScopecacheServer
+from lsp_server.server.protocol import ScopecacheProtocol
+from tests.support.greet import COLUMN, EXPECTED, LINE, TEXT, URI
+from transport.backend import StaticBackend
+
+INLINE = types.TEXT_DOCUMENT_INLINE_COMPLETION
+PARAMS = {
+    "textDocument": {"uri": URI},
+    "position": {"line": LINE, "character": COLUMN},
+    "context": {"triggerKind": 2},
+}
+
+
+class RecordingWriter:
+    """Keeps every message the server writes, decoded."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def write(self, data: bytes) -> None:
+        _, body = data.split(b"\r\n\r\n", 1)
+        self.sent.append(json.loads(body))
+
+    def close(self) -> None:
+        pass
+
+    def answer(self, msg_id: Any) -> dict[str, Any] | None:
+        """The answer to request ``msg_id``, if it was written."""
+        for message in self.sent:
+            if message.get("id") == msg_id and "method" not in message:
+                return message
+        return None
+
+
+class Editor:
+    """Hands messages to an in-process server as the frame reader does."""
+
+    def __init__(self, server: ScopecacheServer) -> None:
+        assert isinstance(server.protocol, ScopecacheProtocol)
+        self.server = server
+        self.protocol = server.protocol
+        self.writer = RecordingWriter()
+        self.protocol.set_writer(self.writer)
+        self._ids = 0
+
+    def request(self, method: str, params: Any) -> int:
+        self._ids += 1
+        message = {"jsonrpc": "2.0", "id": self._ids, "method": method, "params": params}
+        self.protocol.receive(message)
+        return self._ids
+
+    def notify(self, method: str, params: Any) -> None:
+        self.protocol.receive({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def answer(self, msg_id: int) -> dict[str, Any]:
+        for _ in range(200):
+            answer = self.writer.answer(msg_id)
+            if answer is not None:
+                return answer
+            await asyncio.sleep(0.005)
+        raise AssertionError(f"no answer to request {msg_id}")
+
+    async def start(self) -> None:
+        options = {"cache": {"l2": "none"}, "speculative": {"enabled": False}}
+        options["throttle"] = {"minDelayMs": 0, "maxDelayMs": 0}
+        capabilities = {"textDocument": {"inlineCompletion": {}}}
+        init = {"processId": None, "capabilities": capabilities, "initializationOptions": options}
+        await self.answer(self.request(types.INITIALIZE, init))
+        self.notify(types.INITIALIZED, {})
+        document = {"uri": URI, "languageId": "python", "version": 1, "text": TEXT}
+        self.notify(types.TEXT_DOCUMENT_DID_OPEN, {"textDocument": document})
+
+
+@pytest.fixture
+def editor_for() -> Iterator[Any]:
+    made: list[ScopecacheServer] = []
+
+    def make(backend: StaticBackend, store: CompletionStore | None = None) -> Editor:
+        server = create_server(backend=backend, store=store)
+        made.append(server)
+        return Editor(server)
+
+    yield make
+
+
+async def test_a_hit_is_written_before_the_loop_runs_again(editor_for: Any) -> None:
+    editor = editor_for(StaticBackend(EXPECTED))
+    await editor.start()
+    first = await editor.answer(editor.request(INLINE, PARAMS))  # a miss fills L1
+    assert first["result"]["items"][0]["insertText"] == EXPECTED
+    msg_id = editor.request(INLINE, PARAMS)
+    answer = editor.writer.answer(msg_id)  # no await: nothing else has run
+    assert answer is not None
+    assert answer["result"]["items"][0]["insertText"] == EXPECTED
+    assert answer["result"]["items"][0]["command"]["arguments"][1] == {"source": "exact"}
+    assert editor.server.stats.served["exact"] == 1
+    assert msg_id not in editor.protocol._request_futures
+
+
+async def test_a_hit_answers_a_string_id_with_the_same_string(editor_for: Any) -> None:
+    editor = editor_for(StaticBackend(EXPECTED))
+    await editor.start()
+    await editor.answer(editor.request(INLINE, PARAMS))
+    msg_id = 'req "8" ü'
+    editor.protocol.receive({"jsonrpc": "2.0", "id": msg_id, "method": INLINE, "params": PARAMS})
+    answer = editor.writer.answer(msg_id)
+    assert answer is not None and answer["result"]["items"][0]["insertText"] == EXPECTED
+
+
+async def test_a_miss_is_the_requests_task_and_a_cancel_reaches_it(editor_for: Any) -> None:
+    backend = StaticBackend(EXPECTED, delay=5.0)
+    editor = editor_for(backend)
+    await editor.start()
+    msg_id = editor.request(INLINE, PARAMS)
+    assert editor.writer.answer(msg_id) is None
+    assert msg_id in editor.protocol._request_futures
+    await asyncio.sleep(0.05)  # the stream has started
+    editor.notify(types.CANCEL_REQUEST, {"id": msg_id})
+    answer = await editor.answer(msg_id)
+    assert answer["error"]["code"] == types.LSPErrorCodes.RequestCancelled
+    assert editor.server.stats.cancelled == 1
+
+
+async def test_an_error_on_the_hit_path_is_answered_as_pygls_answers_it(editor_for: Any) -> None:
+    class BrokenStore(CompletionStore):
+        def lookup(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("store broke")
+
+    editor = editor_for(StaticBackend(EXPECTED), store=BrokenStore(_lru()))
+    await editor.start()
+    msg_id = editor.request(INLINE, PARAMS)
+    answer = editor.writer.answer(msg_id)
+    assert answer is not None
+    assert answer["error"]["code"] == types.ErrorCodes.InternalError
+    assert editor.server.stats.errors == 1
+
+
+async def test_params_of_another_shape_go_pygls_way_with_its_answer(editor_for: Any) -> None:
+    editor = editor_for(StaticBackend(EXPECTED))
+    await editor.start()
+    await editor.answer(editor.request(INLINE, PARAMS))
+    wrong = {**PARAMS, "position": {"line": "two", "character": []}}
+    answer = await editor.answer(editor.request(INLINE, wrong))
+    assert answer["error"]["code"] == types.ErrorCodes.InvalidParams
+    selected = {"range": {"start": PARAMS["position"], "end": PARAMS["position"]}, "text": "x"}
+    richer = {**PARAMS, "context": {"triggerKind": 2, "selectedCompletionInfo": selected}}
+    msg_id = editor.request(INLINE, richer)
+    assert editor.writer.answer(msg_id) is None  # not the immediate route
+    answer = await editor.answer(msg_id)
+    assert answer["result"]["items"][0]["insertText"] == EXPECTED
+
+
+async def test_a_hit_waits_for_an_earlier_handler_that_has_not_started(editor_for: Any) -> None:
+    editor = editor_for(StaticBackend(EXPECTED))
+    await editor.start()
+    await editor.answer(editor.request(INLINE, PARAMS))
+    elsewhere = {**PARAMS, "position": {"line": 0, "character": 4}}
+    miss = editor.request(INLINE, elsewhere)  # a task that runs from the next iteration
+    hit = editor.request(INLINE, PARAMS)
+    assert editor.writer.answer(hit) is None  # handlers start in the order they arrived
+    assert (await editor.answer(hit))["result"]["items"]
+    await editor.answer(miss)
+
+
+async def test_before_initialize_and_after_shutdown_the_route_is_closed(editor_for: Any) -> None:
+    editor = editor_for(StaticBackend(EXPECTED))
+    msg_id = editor.request(INLINE, PARAMS)
+    answer = editor.writer.answer(msg_id)
+    assert answer is not None and answer["error"]["code"] == types.ErrorCodes.ServerNotInitialized
+    await editor.start()
+    await editor.answer(editor.request(types.SHUTDOWN, None))
+    msg_id = editor.request(INLINE, PARAMS)
+    await asyncio.sleep(0.02)
+    assert editor.writer.answer(msg_id) is None  # pygls ignores requests after shutdown
+
+
+def test_the_answer_is_what_the_converter_makes_of_the_lsp_objects() -> None:
+    server = create_server()
+    protocol = server.protocol
+    assert isinstance(protocol, ScopecacheProtocol)
+    cursor = types.Position(line=3, character=7)
+    item = types.InlineCompletionItem(
+        insert_text="return x",
+        range=types.Range(start=cursor, end=cursor),
+        command=types.Command(
+            title="Accept", command="scopecache.accepted", arguments=["s4", {"source": "typed"}]
+        ),
+    )
+    expected = protocol._converter.unstructure(types.InlineCompletionList(items=[item]))
+    found = _found("return x", "typed", "s4", line=3, character=7)
+    assert completion_list(found) == expected
+    assert json.loads(completion_list_json(found)) == expected
+    empty = protocol._converter.unstructure(types.InlineCompletionList(items=[]))
+    assert completion_list(None) == json.loads(completion_list_json(None)) == empty
+
+
+@pytest.mark.parametrize(
+    "text", ['say("hi")\n\treturn', "größe = 1  # ünïcödé", "emoji = '😀'", "\x00\x1f\\ \ud800"]
+)
+def test_the_answer_text_is_json_for_any_suggestion_text(text: str) -> None:
+    found = _found(text, "exact", 'id "7"', line=0, character=2**31 - 1)
+    answer = completion_list_json(found)
+    assert answer.isascii()
+    assert json.loads(answer) == completion_list(found)
+
+
+def test_plain_params_take_only_the_shape_editors_send_while_typing() -> None:
+    request = plain_params(PARAMS)
+    assert request is not None
+    assert request.uri == URI
+    assert (request.position.line, request.position.character) == (LINE, COLUMN)
+    assert request.automatic
+    invoked = plain_params({**PARAMS, "context": {"triggerKind": 1}})
+    assert invoked is not None and not invoked.automatic
+    position = PARAMS["position"]
+    for other in (
+        None,
+        [],
+        {**PARAMS, "workDoneToken": "t"},
+        {**PARAMS, "textDocument": {"uri": 7}},
+        {**PARAMS, "textDocument": {"uri": URI, "version": 1}},
+        {**PARAMS, "position": {"line": True, "character": 0}},
+        {**PARAMS, "position": {"line": -1, "character": 0}},
+        {**PARAMS, "position": {"line": 2**31, "character": 0}},
+        {**PARAMS, "position": {**position, "extra": 0}},
+        {**PARAMS, "context": {"triggerKind": 3}},
+        {**PARAMS, "context": {}},
+    ):
+        assert plain_params(other) is None, other
+
+
+def _lru() -> Any:
+    from cache.policies import make_policy
+
+    return make_policy("lru", 16)
+
+
+def _found(text: str, source: str, item_id: str, *, line: int, character: int) -> Any:
+    from lsp_server.completion.pipeline import Suggestion
+
+    class Context:
+        pass
+
+    ctx = Context()
+    ctx.line, ctx.character = line, character  # type: ignore[attr-defined]
+    return Suggestion(text, source), item_id, ctx
