@@ -264,8 +264,10 @@ class CompletionPipeline:
         assert self.l2 is not None
         entry = await self.l2.get(key)
         if entry is None:
+            logger.debug("L2 miss for %r", key)
             return None
         if entry.anchor != anchor or entry.line_prefix != ctx.line_prefix:
+            logger.debug("L2 entry for %r answers another context", key)
             self.stats.rejected_stale += 1
             return None
         # An empty text is a stored "nothing to suggest here": answered, not asked again.
@@ -294,8 +296,10 @@ class CompletionPipeline:
             return False
         key, anchor = keys_for(ctx)
         if self.store.lookup(key, anchor, ctx.line_prefix) is not None:
+            logger.debug("speculative prefetch at line %d for %r: in L1", ctx.line, key)
             return False
         if self.inflight.find(anchor, ctx.line_prefix) is not None:
+            logger.debug("speculative prefetch at line %d for %r: in flight", ctx.line, key)
             return False
         ctx.prompt.texts()  # before the L2 lookup below lets the document change
         if self.l2 is None:
@@ -333,8 +337,9 @@ class CompletionPipeline:
                 self.stats.speculative_l2_prefetches += 1
                 return
             logger.debug(
-                "speculative prefetch at line %d: %s in L2",
+                "speculative prefetch at line %d for %r: %s in L2",
                 ctx.line,
+                key,
                 "no entry" if entry is None else "a different context",
             )
             # While we looked, a request may have filled L1 or started a stream.
@@ -458,6 +463,10 @@ class UpstreamStreams:
             open_stream=lambda: timed_stream(backend, request, pipeline.metrics, clock),
             on_complete=on_complete,
             bounds=bounds,
+        )
+        logger.debug(
+            "upstream request %s for %r at line %d%s",
+            request.request_id, key, ctx.line, " (speculative)" if speculative else "",
         )
         if stream.first_line is not None:
             stream.first_line.add_done_callback(on_first_line)

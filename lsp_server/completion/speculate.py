@@ -134,9 +134,12 @@ class SpeculativePrefetcher:
             return False  # typing through the same suggestion: already speculated
         if circuit != "closed" or pipeline.speculating(doc.uri):
             self.skipped += 1
+            logger.debug("no speculation at line %d: %s", ctx.line,
+                         "circuit " + circuit if circuit != "closed" else "one under way")
             return False
         if not self._within_budget():
             self.skipped += 1
+            logger.debug("no speculation at line %d: over budget or paused", ctx.line)
             return False
         self._last[doc.uri] = predicted
         unit = doc.indent_unit(ctx.line)

@@ -115,6 +115,7 @@ def _speculate(
         # The user typed on since: speculate only if they typed the suggestion.
         caught_up = typed_towards(doc, ctx, text, ls.doc_context)
         if caught_up is None:
+            logger.debug("no speculation at line %d: the user typed on", ctx.line)
             return
         ctx, text = caught_up
     counters = ls.backend.counters()
