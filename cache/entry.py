@@ -3,8 +3,9 @@
 An entry keeps, beside the suggestion, what is needed to serve it again: the
 exact key it was asked under, the line anchor and the line prefix at the time,
 so a typed-through lookup can check that what the user typed since is the
-start of the suggestion, and whether the answer was cut at the token limit
-(then its end is not the end of the model's line).
+start of the suggestion, and whether the answer was cut, at the token limit
+or by a stream cancelled after some finished lines (then its end is not the
+end of the model's answer).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ class CachedCompletion:
     created_at: float = 0.0
     #: where it came from: ``upstream``, ``speculative``, ``l2``, ``continuation``
     origin: str = "upstream"
-    #: the answer was cut at the token limit (``maxTokens``): its end is not where
-    #: the model ended the line
+    #: the answer was cut at the token limit (``maxTokens``), or is what a cancelled
+    #: stream had finished: its end is not where the model ended the line
     truncated: bool = False
 
     def to_json(self) -> str:

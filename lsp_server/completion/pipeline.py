@@ -13,7 +13,8 @@ Lookup order for one request (DESIGN.md, "One keystroke, as data"):
    at the service (``DocumentTurns``: the newest state goes next)
    (``UpstreamStreams``). The answer is shown as soon as its first line is
    complete, within ``AnswerBounds``, and stored once, in L1 and L2, when the
-   stream finishes normally; errors and cut-off streams are never stored.
+   stream finishes normally. Errors are never stored; a stream cut off under
+   the user keeps only the lines it finished, marked cut (``truncated``).
 
 Whatever is served is checked against the document once more just before it
 goes out: if the buffer moved on while we waited, nothing is shown.
@@ -470,6 +471,11 @@ class UpstreamStreams:
         )
         if stream.first_line is not None:
             stream.first_line.add_done_callback(on_first_line)
+        if stream.task is not None:
+            origin = "speculative" if speculative else "upstream"
+            stream.task.add_done_callback(
+                lambda task: self._keep_cut(task, stream, key, ctx.line_context, origin)
+            )
         return stream
 
     async def wait(self, stream: InflightStream, *, first_line: bool = False) -> str | None:
@@ -502,6 +508,44 @@ class UpstreamStreams:
         """Wait up to ``timeout`` seconds for answers still being written to L2 (shutdown)."""
         if self._background:
             await asyncio.wait(set(self._background), timeout=timeout)
+
+    def _keep_cut(
+        self,
+        task: asyncio.Future[str],
+        stream: InflightStream,
+        key: ScopeKey,
+        context: str,
+        origin: str,
+    ) -> None:
+        """Keep the lines a cancelled stream finished, marked as cut, in L1 and L2.
+
+        The user moved away from the stream, nobody attached in time, or the
+        server stopped: the lines the model finished are still its answer for
+        that context (the first may be on screen already), and a window that
+        reaches the same state need not ask again. The unfinished line is
+        dropped and the entry is ``truncated``, so its end is never taken for
+        the end of the model's answer. A failed stream keeps nothing.
+        """
+        if not task.cancelled():
+            return
+        end = stream.text.rfind("\n")
+        text = stream.text[:end] if end > 0 else ""
+        if not text.strip():
+            return
+        pipeline = self._pipeline
+        entry = pipeline.store.put(
+            key,
+            stream.anchor,
+            stream.line_prefix,
+            text,
+            context=context,
+            origin=origin,
+            truncated=True,
+        )
+        if entry is not None:
+            pipeline.stats.cut_answers_kept += 1
+            logger.debug("kept %d finished characters of a cut stream for %r", len(text), key)
+            self._share(entry)
 
     def _share(self, entry: CachedCompletion) -> None:
         l2 = self._pipeline.l2

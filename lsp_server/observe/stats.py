@@ -48,6 +48,8 @@ class ServerStats:
     speculative_l2_prefetches: int = 0
     #: suggestions served from those answers
     speculative_l2_served: int = 0
+    #: cut-off streams whose finished lines were kept (marked cut) in L1 and L2
+    cut_answers_kept: int = 0
     rejected_stale: int = 0
     #: suggestions not shown because of text after the cursor (``completion.midLine``)
     mid_line_suppressed: int = 0
@@ -102,6 +104,7 @@ class ServerStats:
                 "prefetches": self.speculative_l2_prefetches,
                 "served": self.speculative_l2_served,
             },
+            "cutAnswersKept": self.cut_answers_kept,
             "rejectedStale": self.rejected_stale,
             "midLineSuppressed": self.mid_line_suppressed,
             "accepted": self.accepted,
