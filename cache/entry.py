@@ -11,7 +11,7 @@ end of the model's answer).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cache.keys import LineAnchor, ScopeKey
@@ -34,6 +34,9 @@ class CachedCompletion:
     #: the answer was cut at the token limit (``maxTokens``), or is what a cancelled
     #: stream had finished: its end is not where the model ended the line
     truncated: bool = False
+    #: handed out by the shared tier (L2), where another process may have fetched it;
+    #: never stored: it says how this process got the entry
+    from_l2: bool = field(default=False, compare=False)
 
     def to_json(self) -> str:
         """Serialize for an L2 store (fingerprints only, no key material)."""

@@ -23,7 +23,9 @@ A speculative prefetch looks in the same places before it asks upstream: L1,
 the streams in flight, then the shared L2 (in the background, so the answer
 that triggered it is not delayed). An answer another process already fetched
 is copied into L1 and counted in ``ServerStats.speculative_l2_prefetches``;
-serving it later counts ``speculative_l2_served``.
+serving it later counts ``speculative_l2_served``. A prefetch that may not
+ask (the suggestion before it came from L2, see ``speculate``) stops there
+(``speculative_l2_unanswered``).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ class SharedTier(Protocol):
     """What the pipeline needs of an L2 store."""
 
     async def get(self, key: ScopeKey) -> CachedCompletion | None:
-        """The stored entry for ``key``, or None (never raises)."""
+        """The stored entry for ``key`` (marked ``from_l2``), or None (never raises)."""
 
     async def put(self, entry: CachedCompletion) -> None:
         """Store ``entry`` for other processes (never raises)."""
@@ -77,6 +79,8 @@ class Suggestion:
     source: str
     #: a speculative answer another process fetched (counted as speculativeL2.served)
     shared_speculative: bool = False
+    #: the answer came from the shared tier: another process may have fetched it
+    from_l2: bool = False
 
 
 def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
@@ -201,7 +205,7 @@ class CompletionPipeline:
                 if suggestion.shared_speculative:
                     self.stats.speculative_l2_served += 1
                 self.metrics.record_request(method, suggestion.source, "served", latency_ms / 1e3)
-                return Suggestion(text, suggestion.source)
+                return Suggestion(text, suggestion.source, from_l2=suggestion.from_l2)
         self.stats.record_empty(latency_ms)
         # An upstream failure during this request (approximate under concurrency).
         failed = suggestion is None and self.stats.upstream_errors > errors_before
@@ -246,7 +250,9 @@ class CompletionPipeline:
         if hit is None:
             return None
         shared = hit.entry.origin == SPECULATIVE_FROM_L2
-        return Suggestion(hit.text, _hit_source(hit), shared_speculative=shared)
+        return Suggestion(
+            hit.text, _hit_source(hit), shared_speculative=shared, from_l2=hit.entry.from_l2
+        )
 
     async def _attach(self, anchor: LineAnchor, ctx: SyntaxContext) -> Suggestion | None:
         stream = self.inflight.find(anchor, ctx.line_prefix)
@@ -273,7 +279,7 @@ class CompletionPipeline:
             return None
         # An empty text is a stored "nothing to suggest here": answered, not asked again.
         self.store.add_entry(entry)
-        return Suggestion(entry.text, "l2")
+        return Suggestion(entry.text, "l2", from_l2=True)
 
     async def _upstream(
         self, uri: str, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext
@@ -284,16 +290,19 @@ class CompletionPipeline:
             return None
         return Suggestion(text, "upstream")
 
-    def prefetch(self, uri: str, ctx: SyntaxContext, *, predicted: tuple[int, str]) -> bool:
+    def prefetch(
+        self, uri: str, ctx: SyntaxContext, *, predicted: tuple[int, str], ask: bool = True
+    ) -> bool:
         """Fetch in the background the answer for a state the user has not reached yet.
 
         ``predicted`` is the line the user is typing and its predicted full
         text: an upstream stream lives while the user types towards it.
         Looks in L1, the streams in flight, and (in the background) the shared
-        L2 first. Returns False when the answer is cached or already being
-        fetched.
+        L2 first; only with ``ask`` does a miss there go to the service.
+        Returns False when the answer is cached or already being fetched, or
+        there is nowhere to look.
         """
-        if self.backend is None:
+        if self.backend is None or (not ask and self.l2 is None):
             return False
         key, anchor = keys_for(ctx)
         if self.store.lookup(key, anchor, ctx.line_prefix) is not None:
@@ -307,7 +316,9 @@ class CompletionPipeline:
             self.upstream.start(uri, key, anchor, ctx, predicted=predicted)
             return True
         self._prefetching.add(uri)
-        task = asyncio.ensure_future(self._prefetch_shared(uri, key, anchor, ctx, predicted))
+        task = asyncio.ensure_future(
+            self._prefetch_shared(uri, key, anchor, ctx, predicted, ask=ask)
+        )
         self._prefetch_tasks.add(task)
         task.add_done_callback(self._prefetch_tasks.discard)
         return True
@@ -323,6 +334,8 @@ class CompletionPipeline:
         anchor: LineAnchor,
         ctx: SyntaxContext,
         predicted: tuple[int, str],
+        *,
+        ask: bool,
     ) -> None:
         try:
             assert self.l2 is not None
@@ -343,6 +356,9 @@ class CompletionPipeline:
                 key,
                 "no entry" if entry is None else "a different context",
             )
+            if not ask:
+                self.stats.speculative_l2_unanswered += 1
+                return
             # While we looked, a request may have filled L1 or started a stream.
             if self.store.lookup(key, anchor, ctx.line_prefix) is not None:
                 return

@@ -98,19 +98,20 @@ async def _suggest(
     if suggestion.text and ls.speculator.settings.enabled and ls.backend is not None:
         # After the answer has gone out, not before: it must not delay it.
         asyncio.get_running_loop().call_later(
-            SPECULATION_DELAY, _speculate, ls, doc, version, ctx, suggestion.text
+            SPECULATION_DELAY, _speculate, ls, doc, version, ctx, suggestion
         )
     item = ServedItem(uri, ctx.line, ctx.character, suggestion.text, suggestion.source)
     return suggestion, ls.served.remember(item), ctx
 
 
 def _speculate(
-    ls: ScopecacheServer, doc: Document, version: int, ctx: SyntaxContext, text: str
+    ls: ScopecacheServer, doc: Document, version: int, ctx: SyntaxContext, suggestion: Suggestion
 ) -> None:
     if ls.backend is None or ls.documents.get(doc.uri) is not doc:
         return
     if ls.store.policy_name == "none":
         return  # nothing fetched ahead could be kept
+    text = suggestion.text
     if doc.version != version:
         # The user typed on since: speculate only if they typed the suggestion.
         caught_up = typed_towards(doc, ctx, text, ls.doc_context)
@@ -122,7 +123,13 @@ def _speculate(
     ls.speculator.note_rate_limited(counters.errors_by_kind.get("rate_limited", 0))
     try:
         ls.speculator.after_served(
-            doc, ctx, text, ls.pipeline, ls.doc_context, circuit=counters.circuit
+            doc,
+            ctx,
+            text,
+            ls.pipeline,
+            ls.doc_context,
+            circuit=counters.circuit,
+            from_l2=suggestion.from_l2,
         )
     except Exception:  # speculation is an optimisation: never let it hurt
         logger.exception("speculative prefetch failed")

@@ -15,12 +15,13 @@ from cache.store import CompletionStore
 from lsp_server.completion.inflight import InflightRegistry
 from lsp_server.completion.notify import UserNotifier
 from lsp_server.completion.pipeline import CompletionPipeline
+from lsp_server.completion.speculate import SpeculativePrefetcher
 from lsp_server.completion.throttle import MissThrottle
 from lsp_server.documents.document import Document
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, syntax_context
 from lsp_server.observe.stats import ServerStats
-from lsp_server.settings import CompletionSettings
+from lsp_server.settings import CompletionSettings, SpeculativeSettings
 from tests.support.conditions import until
 from transport.backend import CompletionBackend, CompletionRequest, StaticBackend
 from transport.errors import StreamResetError
@@ -256,3 +257,34 @@ async def test_a_stream_that_fails_after_finished_lines_keeps_nothing() -> None:
     await pipe.complete(URI, context(BODY, 1, 4), still_current=lambda: True)
     await pipe.upstream.flush(1.0)
     assert pipe.stats.cut_answers_kept == 0 and len(pipe.store) == 0 and not hub.rows
+
+
+async def prefetch_done(pipe: CompletionPipeline) -> None:
+    async def done() -> bool:
+        return not pipe.speculating(URI)
+
+    await until(done, "the prefetch to finish")
+
+
+async def test_a_prefetch_that_may_not_ask_looks_in_l2_only() -> None:
+    backend = StaticBackend("never asked")
+    pipe = sharing(backend, MemoryHub())
+    assert pipe.prefetch(URI, context(NEXT_LINE, 2, 4), predicted=PREDICTED, ask=False)
+    await prefetch_done(pipe)
+    assert backend.calls == [] and pipe.stats.upstream_requests == 0
+    assert pipe.stats.speculative_l2_unanswered == 1
+
+
+async def test_after_a_suggestion_from_l2_speculation_asks_nothing_and_spends_no_budget() -> None:
+    backend = StaticBackend("return message")
+    pipe = sharing(backend, MemoryHub())
+    speculator = SpeculativePrefetcher(SpeculativeSettings(max_per_minute=1))
+    doc = DocumentStore().open(URI, "python", 1, TEXT)
+    ctx = syntax_context(doc, types.Position(line=1, character=14))
+    assert speculator.after_served(doc, ctx, '"Hello"', pipe, syntax_context, from_l2=True)
+    await prefetch_done(pipe)
+    assert backend.calls == [] and pipe.stats.speculative_l2_unanswered == 1
+    # The one prefetch a minute is still there for a suggestion fetched here.
+    assert speculator.after_served(doc, ctx, '"Hi"', pipe, syntax_context)
+    await prefetch_done(pipe)
+    assert len(backend.calls) == 1 and pipe.stats.speculative_requests == 1
