@@ -3,14 +3,15 @@
 An entry keeps, beside the suggestion, what is needed to serve it again: the
 exact key it was asked under, the line anchor and the line prefix at the time,
 so a typed-through lookup can check that what the user typed since is the
-start of the suggestion, and whether the answer was cut at the token limit
-(then its end is not the end of the model's line).
+start of the suggestion, and whether the answer was cut, at the token limit
+or by a stream cancelled after some finished lines (then its end is not the
+end of the model's answer).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cache.keys import LineAnchor, ScopeKey
@@ -30,9 +31,12 @@ class CachedCompletion:
     created_at: float = 0.0
     #: where it came from: ``upstream``, ``speculative``, ``l2``, ``continuation``
     origin: str = "upstream"
-    #: the answer was cut at the token limit (``maxTokens``): its end is not where
-    #: the model ended the line
+    #: the answer was cut at the token limit (``maxTokens``), or is what a cancelled
+    #: stream had finished: its end is not where the model ended the line
     truncated: bool = False
+    #: handed out by the shared tier (L2), where another process may have fetched it;
+    #: never stored: it says how this process got the entry
+    from_l2: bool = field(default=False, compare=False)
 
     def to_json(self) -> str:
         """Serialize for an L2 store (fingerprints only, no key material)."""

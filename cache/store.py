@@ -112,7 +112,8 @@ class CompletionStore:
     ) -> CachedCompletion | None:
         """Store an answer once (plus continuations for its later lines); empty text is not.
 
-        ``truncated``: the service cut the answer at the token limit.
+        ``truncated``: the answer was cut (at the token limit, or it is what a
+        cancelled stream had finished).
         """
         if not text:
             return None

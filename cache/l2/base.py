@@ -14,12 +14,15 @@ that wants to tell its user registers ``on_state_change``: it is called once
 per transition (down, then up again), never per failed call.
 
 Every store is built with a namespace (endpoint + model + tenant); entries of
-one namespace are never returned for another.
+one namespace are never returned for another. Every entry a store hands out
+(``get``, ``hottest``, changes) is marked ``from_l2``: the process reading it
+may not be the one that fetched it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
@@ -76,6 +79,11 @@ def key_from_json(raw: str | bytes) -> ScopeKey:
         return ScopeKey(str(language), str(structure), int(scope_fp), int(suffix_fp))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"malformed key: {exc}") from exc
+
+
+def handed_out(entry: CachedCompletion) -> CachedCompletion:
+    """``entry`` as the shared tier hands it to a process: marked ``from_l2``."""
+    return entry if entry.from_l2 else dataclasses.replace(entry, from_l2=True)
 
 
 def parse_entry(raw: str | bytes) -> CachedCompletion | None:
@@ -161,7 +169,7 @@ class L2Store(ABC):
         """The entry stored under ``key`` in this namespace, or ``None`` (also when down)."""
         entry = await self._guard(self._get(key), None, "get") if self._may_try() else None
         self._counts["hits" if entry is not None else "misses"] += 1
-        return entry
+        return handed_out(entry) if entry is not None else None
 
     async def put(self, entry: CachedCompletion) -> None:
         """Store ``entry`` (replacing any entry under its key); silently skipped when down."""
@@ -178,7 +186,7 @@ class L2Store(ABC):
         """Up to ``limit`` entries of this namespace, most used (then most recent) first."""
         if limit <= 0 or not self._may_try():
             return []
-        return await self._guard(self._hottest(limit), [], "hottest")
+        return [handed_out(e) for e in await self._guard(self._hottest(limit), [], "hottest")]
 
     def subscribe(self, callback: ChangeCallback) -> Callable[[], None]:
         """Call ``callback`` on the event loop for each change made by another process.
@@ -240,6 +248,8 @@ class L2Store(ABC):
     def _publish(self, change: L2Change) -> None:
         """Hand a change from another process to every subscriber."""
         self._counts["received"] += 1
+        if change.entry is not None:
+            change = dataclasses.replace(change, entry=handed_out(change.entry))
         for callback in list(self._subscribers):
             try:
                 callback(change)

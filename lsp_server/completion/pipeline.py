@@ -13,7 +13,8 @@ Lookup order for one request (DESIGN.md, "One keystroke, as data"):
    at the service (``DocumentTurns``: the newest state goes next)
    (``UpstreamStreams``). The answer is shown as soon as its first line is
    complete, within ``AnswerBounds``, and stored once, in L1 and L2, when the
-   stream finishes normally; errors and cut-off streams are never stored.
+   stream finishes normally. Errors are never stored; a stream cut off under
+   the user keeps only the lines it finished, marked cut (``truncated``).
 
 Whatever is served is checked against the document once more just before it
 goes out: if the buffer moved on while we waited, nothing is shown.
@@ -27,7 +28,9 @@ A speculative prefetch looks in the same places before it asks upstream: L1,
 the streams in flight, then the shared L2 (in the background, so the answer
 that triggered it is not delayed). An answer another process already fetched
 is copied into L1 and counted in ``ServerStats.speculative_l2_prefetches``;
-serving it later counts ``speculative_l2_served``.
+serving it later counts ``speculative_l2_served``. A prefetch that may not
+ask (the suggestion before it came from L2, see ``speculate``) stops there
+(``speculative_l2_unanswered``).
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ class SharedTier(Protocol):
     """What the pipeline needs of an L2 store."""
 
     async def get(self, key: ScopeKey) -> CachedCompletion | None:
-        """The stored entry for ``key``, or None (never raises)."""
+        """The stored entry for ``key`` (marked ``from_l2``), or None (never raises)."""
 
     async def put(self, entry: CachedCompletion) -> None:
         """Store ``entry`` for other processes (never raises)."""
@@ -82,6 +85,8 @@ class Suggestion:
     source: str
     #: a speculative answer another process fetched (counted as speculativeL2.served)
     shared_speculative: bool = False
+    #: the answer came from the shared tier: another process may have fetched it
+    from_l2: bool = False
 
 
 def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
@@ -282,8 +287,8 @@ class CompletionPipeline:
                     self.stats.speculative_l2_served += 1
                 self.metrics.record_request(method, suggestion.source, "served", latency_ms / 1e3)
                 if text == suggestion.text and not suggestion.shared_speculative:
-                    return suggestion  # already what goes out
-                return Suggestion(text, suggestion.source)
+                    return suggestion  # already what goes out (its from_l2 mark included)
+                return Suggestion(text, suggestion.source, from_l2=suggestion.from_l2)
         self.stats.record_empty(latency_ms)
         # An upstream failure during this request (approximate under concurrency).
         failed = suggestion is None and self.stats.upstream_errors > request.errors_before
@@ -320,7 +325,9 @@ class CompletionPipeline:
         if hit is None:
             return None
         shared = hit.entry.origin == SPECULATIVE_FROM_L2
-        return Suggestion(hit.text, _hit_source(hit), shared_speculative=shared)
+        return Suggestion(
+            hit.text, _hit_source(hit), shared_speculative=shared, from_l2=hit.entry.from_l2
+        )
 
     async def _attach(self, anchor: LineAnchor, ctx: SyntaxContext) -> Suggestion | None:
         stream = self.inflight.find(anchor, ctx.line_prefix)
@@ -339,13 +346,15 @@ class CompletionPipeline:
         assert self.l2 is not None
         entry = await self.l2.get(key)
         if entry is None:
+            logger.debug("L2 miss for %r", key)
             return None
         if entry.anchor != anchor or entry.line_prefix != ctx.line_prefix:
+            logger.debug("L2 entry for %r answers another context", key)
             self.stats.rejected_stale += 1
             return None
         # An empty text is a stored "nothing to suggest here": answered, not asked again.
         self.store.add_entry(entry)
-        return Suggestion(entry.text, "l2")
+        return Suggestion(entry.text, "l2", from_l2=True)
 
     async def _upstream(
         self,
@@ -364,28 +373,35 @@ class CompletionPipeline:
             return None
         return Suggestion(text, "upstream")
 
-    def prefetch(self, uri: str, ctx: SyntaxContext, *, predicted: tuple[int, str]) -> bool:
+    def prefetch(
+        self, uri: str, ctx: SyntaxContext, *, predicted: tuple[int, str], ask: bool = True
+    ) -> bool:
         """Fetch in the background the answer for a state the user has not reached yet.
 
         ``predicted`` is the line the user is typing and its predicted full
         text: an upstream stream lives while the user types towards it.
         Looks in L1, the streams in flight, and (in the background) the shared
-        L2 first. Returns False when the answer is cached or already being
-        fetched.
+        L2 first; only with ``ask`` does a miss there go to the service.
+        Returns False when the answer is cached or already being fetched, or
+        there is nowhere to look.
         """
-        if self.backend is None:
+        if self.backend is None or (not ask and self.l2 is None):
             return False
         key, anchor = keys_for(ctx)
         if self.store.lookup(key, anchor, ctx.line_prefix) is not None:
+            logger.debug("speculative prefetch at line %d for %r: in L1", ctx.line, key)
             return False
         if self.inflight.find(anchor, ctx.line_prefix) is not None:
+            logger.debug("speculative prefetch at line %d for %r: in flight", ctx.line, key)
             return False
         ctx.prompt.texts()  # before the L2 lookup below lets the document change
         if self.l2 is None:
             self.upstream.start(uri, key, anchor, ctx, predicted=predicted)
             return True
         self._prefetching.add(uri)
-        task = asyncio.ensure_future(self._prefetch_shared(uri, key, anchor, ctx, predicted))
+        task = asyncio.ensure_future(
+            self._prefetch_shared(uri, key, anchor, ctx, predicted, ask=ask)
+        )
         self._prefetch_tasks.add(task)
         task.add_done_callback(self._prefetch_tasks.discard)
         return True
@@ -401,6 +417,8 @@ class CompletionPipeline:
         anchor: LineAnchor,
         ctx: SyntaxContext,
         predicted: tuple[int, str],
+        *,
+        ask: bool,
     ) -> None:
         try:
             assert self.l2 is not None
@@ -416,10 +434,14 @@ class CompletionPipeline:
                 self.stats.speculative_l2_prefetches += 1
                 return
             logger.debug(
-                "speculative prefetch at line %d: %s in L2",
+                "speculative prefetch at line %d for %r: %s in L2",
                 ctx.line,
+                key,
                 "no entry" if entry is None else "a different context",
             )
+            if not ask:
+                self.stats.speculative_l2_unanswered += 1
+                return
             # While we looked, a request may have filled L1 or started a stream.
             if self.store.lookup(key, anchor, ctx.line_prefix) is not None:
                 return
@@ -542,8 +564,17 @@ class UpstreamStreams:
             on_complete=on_complete,
             bounds=bounds,
         )
+        logger.debug(
+            "upstream request %s for %r at line %d%s",
+            request.request_id, key, ctx.line, " (speculative)" if speculative else "",
+        )
         if stream.first_line is not None:
             stream.first_line.add_done_callback(on_first_line)
+        if stream.task is not None:
+            origin = "speculative" if speculative else "upstream"
+            stream.task.add_done_callback(
+                lambda task: self._keep_cut(task, stream, key, ctx.line_context, origin)
+            )
         return stream
 
     async def wait(self, stream: InflightStream, *, first_line: bool = False) -> str | None:
@@ -576,6 +607,44 @@ class UpstreamStreams:
         """Wait up to ``timeout`` seconds for answers still being written to L2 (shutdown)."""
         if self._background:
             await asyncio.wait(set(self._background), timeout=timeout)
+
+    def _keep_cut(
+        self,
+        task: asyncio.Future[str],
+        stream: InflightStream,
+        key: ScopeKey,
+        context: str,
+        origin: str,
+    ) -> None:
+        """Keep the lines a cancelled stream finished, marked as cut, in L1 and L2.
+
+        The user moved away from the stream, nobody attached in time, or the
+        server stopped: the lines the model finished are still its answer for
+        that context (the first may be on screen already), and a window that
+        reaches the same state need not ask again. The unfinished line is
+        dropped and the entry is ``truncated``, so its end is never taken for
+        the end of the model's answer. A failed stream keeps nothing.
+        """
+        if not task.cancelled():
+            return
+        end = stream.text.rfind("\n")
+        text = stream.text[:end] if end > 0 else ""
+        if not text.strip():
+            return
+        pipeline = self._pipeline
+        entry = pipeline.store.put(
+            key,
+            stream.anchor,
+            stream.line_prefix,
+            text,
+            context=context,
+            origin=origin,
+            truncated=True,
+        )
+        if entry is not None:
+            pipeline.stats.cut_answers_kept += 1
+            logger.debug("kept %d finished characters of a cut stream for %r", len(text), key)
+            self._share(entry)
 
     def _share(self, entry: CachedCompletion) -> None:
         l2 = self._pipeline.l2

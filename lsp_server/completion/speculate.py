@@ -17,6 +17,18 @@ Bounded so it never costs the user: at most one speculative stream per
 document, ``speculative.maxPerMinute`` in total, none while the circuit
 breaker is open or the service recently asked us to slow down, and the
 stream is cancelled as soon as the user's typing leaves the predicted line.
+
+On ground another editor window has covered (the suggestion came from the
+shared L2) the prefetch looks in L2 only and never asks the service. That
+window was served the same suggestion in the same state: what came next for
+it, its own prefetch or the request it made on the next line, is in L2 under
+the same key. Nothing there means its user did not take that path (or its
+prefetch was cut off when they typed something else), so asking the service
+would mostly fetch an answer nobody reaches; whether the first window
+speculated at all depended on its timing and its budget, not on the
+session. Such a look costs the service nothing and is not counted in
+``maxPerMinute``; if this user does reach the state, the request there asks
+as any miss does.
 """
 
 from __future__ import annotations
@@ -121,11 +133,14 @@ class SpeculativePrefetcher:
         context_at: ContextAt,
         *,
         circuit: str = "closed",
+        from_l2: bool = False,
     ) -> bool:
         """Maybe prefetch the state after accepting ``suggestion``; True if started.
 
         ``suggestion`` may be empty: the user has typed all of it already and
-        the next line is still to come.
+        the next line is still to come. ``from_l2``: the suggestion came from
+        the shared tier, so the prefetch only looks there (see the module
+        docstring) and is not counted against ``maxPerMinute``.
         """
         if not self.settings.enabled or ctx.line_suffix.strip():
             return False
@@ -134,9 +149,13 @@ class SpeculativePrefetcher:
             return False  # typing through the same suggestion: already speculated
         if circuit != "closed" or pipeline.speculating(doc.uri):
             self.skipped += 1
+            logger.debug("no speculation at line %d: %s", ctx.line,
+                         "circuit " + circuit if circuit != "closed" else "one under way")
             return False
-        if not self._within_budget():
+        ask = not from_l2
+        if ask and not self._within_budget():
             self.skipped += 1
+            logger.debug("no speculation at line %d: over budget or paused", ctx.line)
             return False
         self._last[doc.uri] = predicted
         unit = doc.indent_unit(ctx.line)
@@ -155,10 +174,12 @@ class SpeculativePrefetcher:
             character=character_column(encode_text(indent), doc.encoding),
         )
         next_ctx = context_at(fork, target)
-        if not pipeline.prefetch(doc.uri, next_ctx, predicted=predicted):
+        if not pipeline.prefetch(doc.uri, next_ctx, predicted=predicted, ask=ask):
             return False
-        self._started.append(self._clock())
-        logger.debug("speculative prefetch for %s line %d", doc.uri, target.line)
+        if ask:
+            self._started.append(self._clock())
+        where = "" if ask else " (L2 only)"
+        logger.debug("speculative prefetch for %s line %d%s", doc.uri, target.line, where)
         return True
 
     def forget(self, uri: str) -> None:

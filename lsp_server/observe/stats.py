@@ -48,6 +48,10 @@ class ServerStats:
     speculative_l2_prefetches: int = 0
     #: suggestions served from those answers
     speculative_l2_served: int = 0
+    #: prefetches that only looked in the shared L2 (after a suggestion from it) and found nothing
+    speculative_l2_unanswered: int = 0
+    #: cut-off streams whose finished lines were kept (marked cut) in L1 and L2
+    cut_answers_kept: int = 0
     rejected_stale: int = 0
     #: suggestions not shown because of text after the cursor (``completion.midLine``)
     mid_line_suppressed: int = 0
@@ -101,7 +105,9 @@ class ServerStats:
             "speculativeL2": {
                 "prefetches": self.speculative_l2_prefetches,
                 "served": self.speculative_l2_served,
+                "unanswered": self.speculative_l2_unanswered,
             },
+            "cutAnswersKept": self.cut_answers_kept,
             "rejectedStale": self.rejected_stale,
             "midLineSuppressed": self.mid_line_suppressed,
             "accepted": self.accepted,

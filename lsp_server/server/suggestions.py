@@ -133,7 +133,7 @@ def _suggest_now(
         # user reaches next, rather than after Enter.
         if ls.throttle.slow and ls.speculator.settings.enabled and ls.backend is not None:
             asyncio.get_running_loop().call_later(
-                SPECULATION_DELAY, _speculate, ls, doc, version, ctx, ""
+                SPECULATION_DELAY, _speculate, ls, doc, version, ctx, Suggestion("", "upstream")
             )
 
     started = time.perf_counter()
@@ -175,7 +175,7 @@ def _served(
     if suggestion.text and ls.speculator.settings.enabled and ls.backend is not None:
         # After the answer has gone out, not before: it must not delay it.
         asyncio.get_running_loop().call_later(
-            SPECULATION_DELAY, _speculate, ls, doc, version, ctx, suggestion.text
+            SPECULATION_DELAY, _speculate, ls, doc, version, ctx, suggestion
         )
     uri, text, source = doc.uri, suggestion.text, suggestion.source
     item_id = ls.served.remember(ServedItem(uri, ctx.line, ctx.character, text, source))
@@ -186,23 +186,31 @@ def _served(
 
 
 def _speculate(
-    ls: ScopecacheServer, doc: Document, version: int, ctx: SyntaxContext, text: str
+    ls: ScopecacheServer, doc: Document, version: int, ctx: SyntaxContext, suggestion: Suggestion
 ) -> None:
     if ls.backend is None or ls.documents.get(doc.uri) is not doc:
         return
     if ls.store.policy_name == "none":
         return  # nothing fetched ahead could be kept
+    text = suggestion.text
     if doc.version != version:
         # The user typed on since: speculate only if they typed the suggestion.
         caught_up = typed_towards(doc, ctx, text, ls.doc_context)
         if caught_up is None:
+            logger.debug("no speculation at line %d: the user typed on", ctx.line)
             return
         ctx, text = caught_up
     counters = ls.backend.counters()
     ls.speculator.note_rate_limited(counters.errors_by_kind.get("rate_limited", 0))
     try:
         ls.speculator.after_served(
-            doc, ctx, text, ls.pipeline, ls.doc_context, circuit=counters.circuit
+            doc,
+            ctx,
+            text,
+            ls.pipeline,
+            ls.doc_context,
+            circuit=counters.circuit,
+            from_l2=suggestion.from_l2,
         )
     except Exception:  # speculation is an optimisation: never let it hurt
         logger.exception("speculative prefetch failed")

@@ -1,4 +1,4 @@
-"""The L2 entry format: the token-limit cut survives a round trip, old entries still read."""
+"""The L2 entry format: the cut survives a round trip, old entries still read, no local facts."""
 
 from __future__ import annotations
 
@@ -36,3 +36,10 @@ def test_an_entry_written_before_the_field_existed_reads_as_not_cut() -> None:
     old.pop("truncated", None)
     back = CachedCompletion.from_json(json.dumps(old))
     assert back.truncated is False and back.key == KEY and back.anchor == ANCHOR
+
+
+def test_how_a_process_got_an_entry_is_never_written() -> None:
+    raw = entry(from_l2=True).to_json()
+    assert "from" not in "".join(json.loads(raw))
+    assert CachedCompletion.from_json(raw).from_l2 is False
+    assert entry(from_l2=True) == entry()  # the same answer, wherever it was read

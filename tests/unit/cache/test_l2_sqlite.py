@@ -181,6 +181,23 @@ async def test_second_store_on_the_same_file_sees_puts_and_invalidations_as_chan
     assert first_seen == []
 
 
+async def test_every_entry_a_store_hands_out_is_marked_as_read_from_l2(
+    open_store: Callable[..., SqliteStore],
+) -> None:
+    first, second = open_store(), open_store()
+    await first.start()
+    await second.start()
+    seen: list[L2Change] = []
+    second.subscribe(seen.append)
+    await first.put(entry(1))
+    await second.poll_changes()
+    got = await second.get(entry(1).key)
+    assert got is not None and got.from_l2
+    assert [e.from_l2 for e in await second.hottest(1)] == [True]
+    assert seen[0].entry is not None and seen[0].entry.from_l2
+    assert not entry(1).from_l2  # what the writer holds is its own answer
+
+
 async def test_changes_iterator_delivers_from_the_background_poller(
     open_store: Callable[..., SqliteStore],
 ) -> None:

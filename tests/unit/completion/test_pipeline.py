@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 from lsprotocol import types
@@ -14,12 +15,13 @@ from cache.store import CompletionStore
 from lsp_server.completion.inflight import InflightRegistry
 from lsp_server.completion.notify import UserNotifier
 from lsp_server.completion.pipeline import CompletionPipeline
+from lsp_server.completion.speculate import SpeculativePrefetcher
 from lsp_server.completion.throttle import MissThrottle
 from lsp_server.documents.document import Document
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, syntax_context
 from lsp_server.observe.stats import ServerStats
-from lsp_server.settings import CompletionSettings
+from lsp_server.settings import CompletionSettings, SpeculativeSettings
 from tests.support.conditions import until
 from transport.backend import CompletionBackend, CompletionRequest, StaticBackend
 from transport.errors import StreamResetError
@@ -188,3 +190,101 @@ async def test_a_miss_sends_the_text_it_was_asked_for_though_the_user_typed_on_m
     await pipe.complete(URI, ctx, still_current=lambda: True)
     assert doc.text.endswith("'typed on'")
     assert [request.prefix for request in backend.calls] == [TEXT]
+
+
+class StalledBackend(CompletionBackend):
+    """Streams ``chunks``, then stalls until the stream is cancelled (or fails, with ``error``)."""
+
+    def __init__(self, *chunks: str, error: Exception | None = None) -> None:
+        self.chunks = chunks
+        self.error = error
+        self.stalled = asyncio.Event()
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
+        for chunk in self.chunks:
+            yield chunk
+        if self.error is not None:
+            raise self.error
+        self.stalled.set()
+        await asyncio.Event().wait()
+
+
+BODY = "def greet(name):\n    "
+
+
+async def cut_off(backend: StalledBackend, hub: MemoryHub) -> CompletionPipeline:
+    """A block opener's answer streamed in part, then the user closes the document."""
+    pipe = sharing(backend, hub)
+    ctx = context(BODY, 1, 4)
+    assert ctx.block_opener
+    request = asyncio.ensure_future(pipe.complete(URI, ctx, still_current=lambda: True))
+    await backend.stalled.wait()
+    stream = pipe.inflight.busy(URI)
+    assert stream is not None and stream.task is not None
+    pipe.inflight.cancel_document(URI)
+    await asyncio.wait([stream.task])
+    await request
+    await pipe.upstream.flush(1.0)
+    return pipe
+
+
+async def test_a_stream_cut_off_keeps_its_finished_lines_marked_cut_for_every_window() -> None:
+    hub = MemoryHub()
+    backend = StalledBackend("for part in name:\n", "        print(part)\n", "    ret")
+    first = await cut_off(backend, hub)
+    assert first.stats.cut_answers_kept == 1
+    await until(lambda: shared(hub), "the finished lines to reach L2")
+    second_backend = StaticBackend("never asked")
+    second = sharing(second_backend, hub)
+    served = await second.complete(URI, context(BODY, 1, 4), still_current=lambda: True)
+    assert served is not None and served.source == "l2"
+    assert served.text == "for part in name:\n        print(part)"
+    assert second_backend.calls == []
+    (row,) = hub.rows.values()
+    assert row.entry.truncated  # never taken for the end of the model's answer
+
+
+async def test_a_stream_cut_off_before_its_first_line_ends_keeps_nothing() -> None:
+    hub = MemoryHub()
+    first = await cut_off(StalledBackend("for part in"), hub)
+    assert first.stats.cut_answers_kept == 0 and len(first.store) == 0 and not hub.rows
+
+
+async def test_a_stream_that_fails_after_finished_lines_keeps_nothing() -> None:
+    hub = MemoryHub()
+    backend = StalledBackend("for part in name:\n", error=StreamResetError("reset"))
+    pipe = sharing(backend, hub)
+    await pipe.complete(URI, context(BODY, 1, 4), still_current=lambda: True)
+    await pipe.upstream.flush(1.0)
+    assert pipe.stats.cut_answers_kept == 0 and len(pipe.store) == 0 and not hub.rows
+
+
+async def prefetch_done(pipe: CompletionPipeline) -> None:
+    async def done() -> bool:
+        return not pipe.speculating(URI)
+
+    await until(done, "the prefetch to finish")
+
+
+async def test_a_prefetch_that_may_not_ask_looks_in_l2_only() -> None:
+    backend = StaticBackend("never asked")
+    pipe = sharing(backend, MemoryHub())
+    assert pipe.prefetch(URI, context(NEXT_LINE, 2, 4), predicted=PREDICTED, ask=False)
+    await prefetch_done(pipe)
+    assert backend.calls == [] and pipe.stats.upstream_requests == 0
+    assert pipe.stats.speculative_l2_unanswered == 1
+
+
+async def test_after_a_suggestion_from_l2_speculation_asks_nothing_and_spends_no_budget() -> None:
+    backend = StaticBackend("return message")
+    pipe = sharing(backend, MemoryHub())
+    speculator = SpeculativePrefetcher(SpeculativeSettings(max_per_minute=1))
+    doc = DocumentStore().open(URI, "python", 1, TEXT)
+    ctx = syntax_context(doc, types.Position(line=1, character=14))
+    assert speculator.after_served(doc, ctx, '"Hello"', pipe, syntax_context, from_l2=True)
+    await prefetch_done(pipe)
+    assert backend.calls == [] and pipe.stats.speculative_l2_unanswered == 1
+    # The one prefetch a minute is still there for a suggestion fetched here.
+    assert speculator.after_served(doc, ctx, '"Hi"', pipe, syntax_context)
+    await prefetch_done(pipe)
+    assert len(backend.calls) == 1 and pipe.stats.speculative_requests == 1
