@@ -10,7 +10,7 @@ once and reused. Each file's SHA-256 is pinned in ``SOURCES``; a mismatch is
 reported and that file is skipped.
 
 Used by ``tests.bench.bench_real_world`` (the languages acceptance bar on
-these files).
+these files) and ``tests.bench.bench_scope_probe``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: bump when ``SOURCES`` changes, so a cache of other files is never reused
-SOURCES_VERSION = 1
+SOURCES_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,17 @@ class Source:
 
 
 GO_SRC = "usr/share/go-1.19/src"
+RUST_SRC = "usr/src/rustc-1.63.0/library"
 SOURCES: tuple[Source, ...] = (
+    Source("python", "pypi", "requests", "2.32.3",
+           "src/requests/sessions.py",
+           "ca44c8f145864a5b4e7c7d3b1caa25947ee44c11b0e168620556901a67244f0e"),
+    Source("python", "pypi", "click", "8.1.7",
+           "src/click/parser.py",
+           "2cac98404f592e3e4a8080d792b7131d045722081fa22bd7d78fd45489f9e980"),
+    Source("python", "pypi", "httpx", "0.27.2",
+           "httpx/_client.py",
+           "c4abf7e3485c2df38f0a78a57b1121da0360e41ac442a212eff3b4641f67c56c"),
     Source("javascript", "npm", "express", "4.22.3",
            "lib/router/index.js",
            "19c5ca9b025396612dbe464d07fbe7104ff9170c4d6a1c7e5507df4dbbf4d5cb"),
@@ -95,6 +105,9 @@ SOURCES: tuple[Source, ...] = (
     Source("rust", "pypi", "orjson", "3.13.0",
            "include/cargo/associative-cache-3.0.1/src/replacement/lru.rs",
            "ee671126d92545a3a89ce01545e3aafb59fae94d684f25cab85f3972db1c751c"),
+    Source("rust", "deb", "rust-src", "1.63.0+dfsg1-2",
+           f"{RUST_SRC}/core/src/option.rs",
+           "29071d42895bca921d711d975f923cc605495ab3173e7248754b1f14d9a70343"),
     Source("java", "pypi", "JPype1", "1.7.1",
            "native/jpype_module/src/main/java/org/jpype/JPypeContext.java",
            "17c9220d60ed977cba4b72380d9d3723635a4acbfdee45358f236187a74b20f3"),
@@ -165,10 +178,13 @@ def _npm_tarball(package: str, version: str, into: Path) -> Path:
 
 
 def _deb_data(package: str, version: str, into: Path) -> Path:
-    subprocess.run(
-        ["apt-get", "download", f"{package}={version}"],
-        cwd=into, check=True, capture_output=True, timeout=600,
-    )
+    download = ["apt-get", "download", f"{package}={version}"]
+    try:
+        subprocess.run(download, cwd=into, check=True, capture_output=True, timeout=600)
+    except subprocess.CalledProcessError:
+        # a fresh machine has no package lists yet
+        subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True, timeout=600)
+        subprocess.run(download, cwd=into, check=True, capture_output=True, timeout=600)
     deb = next(into.glob(f"{package}_*.deb"))
     data = into / f"{package}.tar"
     with data.open("wb") as out:
