@@ -46,7 +46,12 @@ from tree_sitter import Node
 from lsp_server.documents.document import Document
 from lsp_server.documents.languages import LanguageSpec
 from lsp_server.documents.line_memo import LineScope, LineText, SuffixEnd
-from lsp_server.documents.syntax_reads import last_content_byte, node_path_near, tail_text
+from lsp_server.documents.syntax_reads import (
+    in_recovery,
+    last_content_byte,
+    node_path_near,
+    tail_text,
+)
 
 #: what ``scope_heads`` keeps of each enclosing scope's first line
 HEAD_BYTES = 256
@@ -81,11 +86,12 @@ def line_context(
     window = max(0, line_start - 4 * scope_chars)
     head = last_content_byte(data, window, line_start)
     if head is None:
-        text = LineText(tail_text(data, window, line_start, scope_chars), "")
+        text = LineText(tail_text(data, window, line_start, scope_chars), "", window)
         memos.line_scope = LineScope(line_start, scope_chars, text, True)
         return text
-    scope_start, heads = _line_scope(data, spec, cursor_path, cursor_scopes, head)
-    text = LineText(tail_text(data, max(window, scope_start), line_start, scope_chars), heads)
+    scope_start, heads = _line_scope(data, spec, cursor_path, cursor_scopes, head, window)
+    start = max(window, scope_start)
+    text = LineText(tail_text(data, start, line_start, scope_chars), heads, start)
     memos.line_scope = LineScope(line_start, scope_chars, text, not in_error)
     return text
 
@@ -96,22 +102,34 @@ def _line_scope(
     cursor_path: list[Node],
     cursor_scopes: list[int],
     byte: int,
+    floor: int,
 ) -> tuple[int, str]:
-    """Where the innermost scope around ``byte`` starts (0: the root), and the scope heads.
+    """Where the text of the innermost scope around ``byte`` starts, and the scope heads.
 
     ``byte``'s path shares its first nodes with the cursor's path, and so
-    the scopes among them (``cursor_scopes``): only the nodes below are tested.
+    the scopes among them (``cursor_scopes``): only the nodes below are
+    tested. The start is the scope's (0: the root); but while error
+    recovery reshapes the tree there (``in_recovery``), the definition
+    being written may have stopped parsing as a scope, and the scope found
+    is the file or the class around it, whose text reaches into the
+    definitions above: an edit in one of them would change every key and
+    anchor of the line. Then the text starts after the nearest definition
+    that still parses beside the path (``LanguageSpec.end_of_scope_beside``),
+    looked for back to ``floor``, the start of the window the text is cut to.
     """
     path, shared = node_path_near(cursor_path, byte)
     depths = [d for d in cursor_scopes if 0 < d <= shared]
     depths += spec.scope_depths(path, shared + 1)
-    start = path[depths[-1]].start_byte if depths else 0
+    inner = depths[-1] if depths else 0
+    start = path[inner].start_byte if depths else 0
+    if in_recovery(path, inner):
+        start = spec.end_of_scope_beside(path, inner, max(start, floor)) or start
     if path[0].has_error:
         # The construct being written (a function without its closing brace
         # yet) is often an ERROR node, not a scope: its head tells it apart too.
         depths = sorted({*depths, *(d for d in range(1, len(path)) if path[d].is_error)})
     if not depths:
-        return 0, ""
+        return start, ""
     return start, _heads(data, [path[d] for d in depths])
 
 

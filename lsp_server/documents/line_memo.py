@@ -40,6 +40,8 @@ class LineText(NamedTuple):
     context: str
     #: the first line of each enclosing scope, outermost first, NUL-separated
     scope_heads: str
+    #: where the scope-local text before the line starts (a byte offset; 0: the file)
+    start: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,19 @@ def node_path_near(path: list[Node], byte: int) -> tuple[list[Node], int]:
     return near, depth
 
 
+def in_recovery(path: list[Node], inner: int) -> bool:
+    """Whether error recovery reshapes the tree below ``path[inner]`` on ``path``.
+
+    ``path`` is a root-to-leaf path and ``path[inner]`` the innermost scope
+    on it: it is an ``ERROR`` node, or its child on the path holds one.
+    Then the definition being written may no longer parse as a scope, and
+    the scope found around it is the file or the class.
+    """
+    if not path[0].has_error:  # the root has an error whenever any node does
+        return False
+    return path[inner].is_error or (inner + 1 < len(path) and path[inner + 1].has_error)
+
+
 #: bytes looked at first by ``last_content_byte``: the anchor is nearly always close
 _NEAR = 64
 

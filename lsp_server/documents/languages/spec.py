@@ -177,6 +177,53 @@ class LanguageSpec:
             parent = kind
         return depths
 
+    def end_of_scope_beside(self, path: Sequence[Node], below: int, floor: int) -> int | None:
+        """The end of the nearest definition beside ``path`` under ``path[below]``, or None.
+
+        ``path`` is a root-to-leaf path; the definitions looked for are the
+        earlier siblings of its nodes deeper than ``below`` that end after
+        ``floor`` (so the walk is bounded by the text it may skip). A
+        sibling counts when it is a scope or wraps one as its last part
+        (``export function``, a decorated ``def``, a C++ ``template``,
+        ``const f = () => ...``). The deepest level with one holds the
+        nearest: its siblings all start after the levels' above.
+        """
+        for depth in range(len(path) - 1, below, -1):
+            parent, node = path[depth - 1], path[depth]
+            # forward from the floor: a node finds its previous sibling by
+            # walking its parent's children from the first
+            cursor = parent.walk()
+            if cursor.goto_first_child_for_byte(floor) is None:
+                continue
+            found = None
+            while True:
+                sibling = cursor.node
+                if sibling is None or sibling.start_byte >= node.start_byte:
+                    break
+                if sibling.is_named and self._wraps_scope(sibling, parent):
+                    found = sibling.end_byte
+                if not cursor.goto_next_sibling():
+                    break
+            if found is not None:
+                return found
+        return None
+
+    def _wraps_scope(self, node: Node, parent: Node) -> bool:
+        """Whether ``node`` is a scope, or one is its last named part (two levels down)."""
+        kinds = self._scope_kinds
+        for _ in range(WRAPPER_DEPTH + 1):
+            kind = node.kind_id
+            if kind in kinds.scopes:
+                return kind not in kinds.bodied or node.child_by_field_name("body") is not None
+            if parent.kind_id in kinds.named.get(kind, ()):
+                return True
+            count = node.named_child_count
+            last = node.named_child(count - 1) if count else None
+            if last is None:
+                return False
+            node, parent = last, node
+        return False
+
     @cached_property
     def closer_ends(self) -> frozenset[int]:
         """The last byte of each closing token: only a cursor after one can close a scope."""
@@ -226,6 +273,9 @@ class LanguageSpec:
             opening is not None and bool(opening.search(body)) and not self._closed.search(body)
         )
 
+
+#: how deep ``LanguageSpec.end_of_scope_beside`` looks into a wrapper for its definition
+WRAPPER_DEPTH = 2
 
 #: the kinds tree-sitter gives every grammar: ``ERROR`` and its repetition
 _BUILTIN_KINDS = (0xFFFE, 0xFFFF)
