@@ -5,7 +5,8 @@ and per shape (``line``: the rest of one line is cut; ``definition``: the
 rest of the definition is not written yet), ``tests.support.scope_probe``
 probes every pair of neighbouring definitions and counts the answers the
 cache still serves after the definition above was edited. The bar is 90%
-per language and shape.
+per language and shape; ``tests/unit/completion/test_scope_probe.py``
+asserts it.
 
 Run::
 

@@ -10,7 +10,8 @@ once and reused. Each file's SHA-256 is pinned in ``SOURCES``; a mismatch is
 reported and that file is skipped.
 
 Used by ``tests.bench.bench_real_world`` (the languages acceptance bar on
-these files) and ``tests.bench.bench_scope_probe``.
+these files), ``tests.bench.bench_scope_probe`` and the scope probe's test
+(``tests/unit/completion/test_scope_probe.py``).
 """
 
 from __future__ import annotations
