@@ -113,24 +113,33 @@ def _line_scope(
     being written may have stopped parsing as a scope, and the scope found
     is the file or the class around it, whose text reaches into the
     definitions above: an edit in one of them would change every key and
-    anchor of the line. Then the text starts after the nearest definition
-    that still parses beside the path (``LanguageSpec.end_of_scope_beside``),
-    looked for back to ``floor``, the start of the window the text is cut to.
+    anchor of the line. Then the text starts after the nearest finished
+    definition beside the path (``LanguageSpec.definition_beside``), looked
+    for back to ``floor``, the start of the window the text is cut to; and
+    that definition's first line joins the heads, because the text after it
+    can be as short as the ``;`` ending it: after ``struct A {...};`` and
+    after ``class B {...};`` the text is the same, the places are not.
     """
     path, shared = node_path_near(cursor_path, byte)
     depths = [d for d in cursor_scopes if 0 < d <= shared]
     depths += spec.scope_depths(path, shared + 1)
     inner = depths[-1] if depths else 0
     start = path[inner].start_byte if depths else 0
-    if in_recovery(path, inner):
-        start = spec.end_of_scope_beside(path, inner, max(start, floor)) or start
+    beside = spec.definition_beside(path, inner, max(start, floor)) if in_recovery(
+        path, inner
+    ) else None
     if path[0].has_error:
         # The construct being written (a function without its closing brace
         # yet) is often an ERROR node, not a scope: its head tells it apart too.
         depths = sorted({*depths, *(d for d in range(1, len(path)) if path[d].is_error)})
-    if not depths:
+    heads = [path[d] for d in depths]
+    if beside is not None:
+        definition, scope = beside
+        start = definition.end_byte
+        heads.append(scope)
+    if not heads:
         return start, ""
-    return start, _heads(data, [path[d] for d in depths])
+    return start, _heads(data, heads)
 
 
 def _heads(data: bytearray, scopes: list[Node]) -> str:

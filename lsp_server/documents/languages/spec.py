@@ -177,16 +177,19 @@ class LanguageSpec:
             parent = kind
         return depths
 
-    def end_of_scope_beside(self, path: Sequence[Node], below: int, floor: int) -> int | None:
-        """The end of the nearest definition beside ``path`` under ``path[below]``, or None.
+    def definition_beside(
+        self, path: Sequence[Node], below: int, floor: int
+    ) -> tuple[Node, Node] | None:
+        """The nearest finished definition beside ``path`` under ``path[below]``, or None.
 
         ``path`` is a root-to-leaf path; the definitions looked for are the
         earlier siblings of its nodes deeper than ``below`` that end after
         ``floor`` (so the walk is bounded by the text it may skip). A
-        sibling counts when it is a scope or wraps one as its last part
-        (``export function``, a decorated ``def``, a C++ ``template``,
-        ``const f = () => ...``). The deepest level with one holds the
-        nearest: its siblings all start after the levels' above.
+        sibling counts when it is a finished scope (``_finished``) or wraps
+        one as its last part (``export function``, a decorated ``def``, a
+        C++ ``template``, ``const f = () => ...``). The deepest level with
+        one holds the nearest: its siblings all start after the levels'
+        above. Returns the sibling and the scope in it.
         """
         for depth in range(len(path) - 1, below, -1):
             parent, node = path[depth - 1], path[depth]
@@ -200,29 +203,52 @@ class LanguageSpec:
                 sibling = cursor.node
                 if sibling is None or sibling.start_byte >= node.start_byte:
                     break
-                if sibling.is_named and self._wraps_scope(sibling, parent):
-                    found = sibling.end_byte
+                if sibling.is_named:
+                    scope = self._scope_in(sibling, parent)
+                    if scope is not None:
+                        found = sibling, scope
                 if not cursor.goto_next_sibling():
                     break
             if found is not None:
                 return found
         return None
 
-    def _wraps_scope(self, node: Node, parent: Node) -> bool:
-        """Whether ``node`` is a scope, or one is its last named part (two levels down)."""
+    def _scope_in(self, node: Node, parent: Node) -> Node | None:
+        """``node`` if it is a finished scope, or one that is its last named part (two levels)."""
         kinds = self._scope_kinds
         for _ in range(WRAPPER_DEPTH + 1):
             kind = node.kind_id
             if kind in kinds.scopes:
-                return kind not in kinds.bodied or node.child_by_field_name("body") is not None
+                if kind in kinds.bodied and node.child_by_field_name("body") is None:
+                    return None
+                return node if self._finished(node) else None
             if parent.kind_id in kinds.named.get(kind, ()):
-                return True
+                return node if self._finished(node) else None
             count = node.named_child_count
             last = node.named_child(count - 1) if count else None
             if last is None:
-                return False
+                return None
             node, parent = last, node
-        return False
+        return None
+
+    def _finished(self, scope: Node) -> bool:
+        """Whether ``scope`` is a whole definition, not the head of the one being written.
+
+        Error recovery can parse the head of the definition being written
+        (``func f() *T`` before its ``{``) as a scope of its own: only a
+        scope that ends with its own closing token (not one tree-sitter
+        inserted) is finished; in a language without closing tokens, one
+        without errors.
+        """
+        if not self.closers:
+            return not scope.has_error
+        last = scope
+        while last.child_count:
+            child = last.child(last.child_count - 1)
+            if child is None:
+                break
+            last = child
+        return not last.is_missing and last.type in self.closers
 
     @cached_property
     def closer_ends(self) -> frozenset[int]:
@@ -274,7 +300,7 @@ class LanguageSpec:
         )
 
 
-#: how deep ``LanguageSpec.end_of_scope_beside`` looks into a wrapper for its definition
+#: how deep ``LanguageSpec.definition_beside`` looks into a wrapper for its definition
 WRAPPER_DEPTH = 2
 
 #: the kinds tree-sitter gives every grammar: ``ERROR`` and its repetition

@@ -138,3 +138,61 @@ def test_a_clean_tree_keeps_the_scope_start_even_after_a_definition_beside_the_c
     ctx = syntax_context(doc, end_of(text, row))
     assert doc.tree is not None and not doc.tree.root_node.has_error
     assert ctx.scope_prefix.startswith("pub fn push(")
+
+
+SHAPES_CPP = """\
+namespace shapes {
+
+struct Point {
+    int x;
+    int y;
+};
+
+class Circle {
+public:
+    double area() const { return 3.14159 * r_ * r_; }
+private:
+    double r_ = 1.0;
+};
+
+"""
+
+
+def test_after_two_finished_definitions_in_an_unclosed_namespace_the_keys_differ() -> None:
+    # written top-down, the namespace has no closing brace yet, and the text
+    # after either definition is the same ";\n\n" with nothing after the cursor
+    first = SHAPES_CPP[: SHAPES_CPP.index("class Circle")]
+    contexts = []
+    for text in (first, SHAPES_CPP):
+        _, doc = open_doc("shapes.cpp", "cpp", text)
+        assert doc.tree is not None and doc.tree.root_node.has_error
+        contexts.append(syntax_context(doc, Position(line=text.count("\n"), character=0)))
+    after_point, after_circle = contexts
+    assert after_point.scope_prefix == after_circle.scope_prefix
+    assert keys_for(after_point)[0] != keys_for(after_circle)[0]
+    assert keys_for(after_point)[1] != keys_for(after_circle)[1]
+
+
+QUEUE_GO = """\
+package queue
+
+type Queue struct {
+\tjobs []string
+}
+
+func New(limit int) *Queue {
+\t
+"""
+
+
+def test_the_head_of_the_function_being_written_is_not_a_finished_definition() -> None:
+    # ``func New(limit int) *Queue`` parses as a declaration without a body;
+    # the text must still start before it, or every new function's first
+    # line would share one key
+    store, doc = open_doc("queue.go", "go", QUEUE_GO)
+    ctx = syntax_context(doc, Position(line=line_of(QUEUE_GO, "func New") + 1, character=1))
+    assert "func New(limit int) *Queue {" in ctx.scope_prefix
+    other = QUEUE_GO.replace("func New(limit int) *Queue {", "func (q *Queue) Len() int {")
+    store, doc = open_doc("queue.go", "go", other)
+    ctx_other = syntax_context(doc, Position(line=line_of(other, "Len()") + 1, character=1))
+    assert keys_for(ctx)[0] != keys_for(ctx_other)[0]
