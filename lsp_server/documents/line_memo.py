@@ -40,8 +40,9 @@ class LineText(NamedTuple):
     context: str
     #: the first line of each enclosing scope, outermost first, NUL-separated
     scope_heads: str
-    #: where the scope-local text before the line starts (a byte offset; 0: the file)
-    start: int = 0
+    #: byte ranges left out of ``context`` (the bodies of finished definitions
+    #: while error recovery reshapes the tree; see ``line_context``)
+    elided: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

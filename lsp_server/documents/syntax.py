@@ -23,10 +23,11 @@ Rules, chosen to stay stable while the user types incomplete code:
 * **Error recovery**: while the definition being written does not parse
   (the innermost scope is an ``ERROR`` node, or its child on the cursor's
   path holds one), the scope found may be the file or the class around it,
-  and its text would reach into the definitions above. Then the scope text
-  starts where the line context's does: after the nearest definition beside
-  the path that still parses. An edit in a definition above changes
-  neither.
+  and its text would reach into the definitions above. Then the bodies of
+  the finished definitions beside the path are left out of the scope text
+  and the line context (see ``lsp_server.documents.line_context``): an edit
+  inside a definition above changes neither, and their headers still tell
+  places apart.
 * **Line context**: see ``lsp_server.documents.line_context``; what is typed on the
   cursor's line never moves where it starts.
 * **Block opener**: see ``lsp_server.documents.block_opener``.
@@ -65,6 +66,7 @@ from lsp_server.documents.syntax_reads import (
     last_content_byte,
     node_path,
     tail_text,
+    tail_text_without,
 )
 from lsp_server.documents.windows import DEFAULT_WINDOWS, ContextWindows
 from lsp_server.settings import CompletionSettings
@@ -206,10 +208,13 @@ def syntax_context(
         scope = full_path[inner]
         scope_start, scope_end = scope.start_byte, scope.end_byte
     before_line = line_context(doc, spec, full_path, depths, line_start, scope_chars)
-    if scope_start < before_line.start and in_recovery(path, inner):
+    scope_window = max(scope_start, off - 4 * scope_chars)
+    if before_line.elided and in_recovery(path, inner):
         # the scope found may be the file or class around a definition that
-        # no longer parses: its text starts where the line's does
-        scope_start = before_line.start
+        # no longer parses: the bodies the line's text leaves out stay out
+        scope_prefix = tail_text_without(data, scope_window, off, scope_chars, before_line.elided)
+    else:
+        scope_prefix = tail_text(data, scope_window, off, scope_chars)
     bound = suffix_bound(doc, spec, line_start, line_end, scope_end)
     suffix = head_text(data, off, min(suffix_end, max(off, bound)), suffix_chars)
     return SyntaxContext(
@@ -223,7 +228,7 @@ def syntax_context(
         parent_type=parent_type,
         scope_start_byte=scope_start,
         scope_end_byte=scope_end,
-        scope_prefix=tail_text(data, max(scope_start, off - 4 * scope_chars), off, scope_chars),
+        scope_prefix=scope_prefix,
         line_prefix=line_prefix,
         line_suffix=line_suffix,
         line_context=before_line.context,

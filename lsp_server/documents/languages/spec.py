@@ -177,28 +177,26 @@ class LanguageSpec:
             parent = kind
         return depths
 
-    def definition_beside(
-        self, path: Sequence[Node], below: int, floor: int
-    ) -> tuple[Node, Node] | None:
-        """The nearest finished definition beside ``path`` under ``path[below]``, or None.
+    def finished_beside(self, path: Sequence[Node], below: int, floor: int) -> list[Node]:
+        """The finished definitions beside ``path`` under ``path[below]``, in text order.
 
         ``path`` is a root-to-leaf path; the definitions looked for are the
         earlier siblings of its nodes deeper than ``below`` that end after
         ``floor`` (so the walk is bounded by the text it may skip). A
         sibling counts when it is a finished scope (``_finished``) or wraps
         one as its last part (``export function``, a decorated ``def``, a
-        C++ ``template``, ``const f = () => ...``). The deepest level with
-        one holds the nearest: its siblings all start after the levels'
-        above. Returns the sibling and the scope in it.
+        C++ ``template``, ``const f = () => ...``): the scope is returned.
+        Siblings of different levels never overlap, and a deeper level's
+        come later in the text.
         """
-        for depth in range(len(path) - 1, below, -1):
+        found: list[Node] = []
+        for depth in range(below + 1, len(path)):
             parent, node = path[depth - 1], path[depth]
             # forward from the floor: a node finds its previous sibling by
             # walking its parent's children from the first
             cursor = parent.walk()
             if cursor.goto_first_child_for_byte(floor) is None:
                 continue
-            found = None
             while True:
                 sibling = cursor.node
                 if sibling is None or sibling.start_byte >= node.start_byte:
@@ -206,12 +204,10 @@ class LanguageSpec:
                 if sibling.is_named:
                     scope = self._scope_in(sibling, parent)
                     if scope is not None:
-                        found = sibling, scope
+                        found.append(scope)
                 if not cursor.goto_next_sibling():
                     break
-            if found is not None:
-                return found
-        return None
+        return found
 
     def _scope_in(self, node: Node, parent: Node) -> Node | None:
         """``node`` if it is a finished scope, or one that is its last named part (two levels)."""
@@ -300,7 +296,7 @@ class LanguageSpec:
         )
 
 
-#: how deep ``LanguageSpec.definition_beside`` looks into a wrapper for its definition
+#: how deep ``LanguageSpec.finished_beside`` looks into a wrapper for its definition
 WRAPPER_DEPTH = 2
 
 #: the kinds tree-sitter gives every grammar: ``ERROR`` and its repetition
