@@ -46,7 +46,13 @@ from tree_sitter import Node
 from lsp_server.documents.document import Document
 from lsp_server.documents.languages import LanguageSpec
 from lsp_server.documents.line_memo import LineScope, LineText, SuffixEnd
-from lsp_server.documents.syntax_reads import last_content_byte, node_path_near, tail_text
+from lsp_server.documents.syntax_reads import (
+    in_recovery,
+    last_content_byte,
+    node_path_near,
+    tail_text,
+    tail_text_without,
+)
 
 #: what ``scope_heads`` keeps of each enclosing scope's first line
 HEAD_BYTES = 256
@@ -84,8 +90,11 @@ def line_context(
         text = LineText(tail_text(data, window, line_start, scope_chars), "")
         memos.line_scope = LineScope(line_start, scope_chars, text, True)
         return text
-    scope_start, heads = _line_scope(data, spec, cursor_path, cursor_scopes, head)
-    text = LineText(tail_text(data, max(window, scope_start), line_start, scope_chars), heads)
+    scope_start, heads, elided = _line_scope(
+        data, spec, cursor_path, cursor_scopes, head, window
+    )
+    context = tail_text_without(data, max(window, scope_start), line_start, scope_chars, elided)
+    text = LineText(context, heads, elided)
     memos.line_scope = LineScope(line_start, scope_chars, text, not in_error)
     return text
 
@@ -96,23 +105,38 @@ def _line_scope(
     cursor_path: list[Node],
     cursor_scopes: list[int],
     byte: int,
-) -> tuple[int, str]:
-    """Where the innermost scope around ``byte`` starts (0: the root), and the scope heads.
+    floor: int,
+) -> tuple[int, str, tuple[tuple[int, int], ...]]:
+    """Where the innermost scope around ``byte`` starts (0: the root), its heads, what to leave out.
 
     ``byte``'s path shares its first nodes with the cursor's path, and so
-    the scopes among them (``cursor_scopes``): only the nodes below are tested.
+    the scopes among them (``cursor_scopes``): only the nodes below are
+    tested. While error recovery reshapes the tree there (``in_recovery``),
+    the definition being written may have stopped parsing as a scope, and
+    the scope found is the file or the class around it, whose text reaches
+    into the definitions above: an edit in one of them would change every
+    key and anchor of the line. Then the bodies of the finished definitions
+    beside the path (``LanguageSpec.finished_beside``, back to ``floor``,
+    the start of the window the text is cut to) are left out of the text:
+    their headers and everything between them stay, so places the scope
+    text told apart before stay apart.
     """
     path, shared = node_path_near(cursor_path, byte)
     depths = [d for d in cursor_scopes if 0 < d <= shared]
     depths += spec.scope_depths(path, shared + 1)
-    start = path[depths[-1]].start_byte if depths else 0
+    inner = depths[-1] if depths else 0
+    start = path[inner].start_byte if depths else 0
+    elided: tuple[tuple[int, int], ...] = ()
+    if in_recovery(path, inner):
+        bodies = (d.child_by_field_name("body") for d in spec.finished_beside(path, inner, floor))
+        elided = tuple((b.start_byte, b.end_byte) for b in bodies if b is not None)
     if path[0].has_error:
         # The construct being written (a function without its closing brace
         # yet) is often an ERROR node, not a scope: its head tells it apart too.
         depths = sorted({*depths, *(d for d in range(1, len(path)) if path[d].is_error)})
     if not depths:
-        return 0, ""
-    return start, _heads(data, [path[d] for d in depths])
+        return start, "", elided
+    return start, _heads(data, [path[d] for d in depths]), elided
 
 
 def _heads(data: bytearray, scopes: list[Node]) -> str:

@@ -40,6 +40,9 @@ class LineText(NamedTuple):
     context: str
     #: the first line of each enclosing scope, outermost first, NUL-separated
     scope_heads: str
+    #: byte ranges left out of ``context`` (the bodies of finished definitions
+    #: while error recovery reshapes the tree; see ``line_context``)
+    elided: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

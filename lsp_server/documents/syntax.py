@@ -20,6 +20,14 @@ Rules, chosen to stay stable while the user types incomplete code:
   and neither it nor anything inside it is an enclosing scope. So a new line
   at column 0 after a function is at module level, and the same line indented
   stays in the function's body.
+* **Error recovery**: while the definition being written does not parse
+  (the innermost scope is an ``ERROR`` node, or its child on the cursor's
+  path holds one), the scope found may be the file or the class around it,
+  and its text would reach into the definitions above. Then the bodies of
+  the finished definitions beside the path are left out of the scope text
+  and the line context (see ``lsp_server.documents.line_context``): an edit
+  inside a definition above changes neither, and their headers still tell
+  places apart.
 * **Line context**: see ``lsp_server.documents.line_context``; what is typed on the
   cursor's line never moves where it starts.
 * **Block opener**: see ``lsp_server.documents.block_opener``.
@@ -54,9 +62,11 @@ from lsp_server.documents.positions import TextBuffer
 from lsp_server.documents.prompt_window import DeferredPrompt
 from lsp_server.documents.syntax_reads import (
     head_text,
+    in_recovery,
     last_content_byte,
     node_path,
     tail_text,
+    tail_text_without,
 )
 from lsp_server.documents.windows import DEFAULT_WINDOWS, ContextWindows
 from lsp_server.settings import CompletionSettings
@@ -191,14 +201,22 @@ def syntax_context(
     scope_depths = [d for d in depths if d < limit]
     if not scope_depths or scope_depths[0] != 0:
         scope_depths.insert(0, 0)
-    if scope_depths[-1] == 0:
+    inner = scope_depths[-1]
+    if inner == 0:
         scope_start, scope_end = 0, len(data)
     else:
-        scope = full_path[scope_depths[-1]]
+        scope = full_path[inner]
         scope_start, scope_end = scope.start_byte, scope.end_byte
+    before_line = line_context(doc, spec, full_path, depths, line_start, scope_chars)
+    scope_window = max(scope_start, off - 4 * scope_chars)
+    if before_line.elided and in_recovery(path, inner):
+        # the scope found may be the file or class around a definition that
+        # no longer parses: the bodies the line's text leaves out stay out
+        scope_prefix = tail_text_without(data, scope_window, off, scope_chars, before_line.elided)
+    else:
+        scope_prefix = tail_text(data, scope_window, off, scope_chars)
     bound = suffix_bound(doc, spec, line_start, line_end, scope_end)
     suffix = head_text(data, off, min(suffix_end, max(off, bound)), suffix_chars)
-    before_line = line_context(doc, spec, full_path, depths, line_start, scope_chars)
     return SyntaxContext(
         language=doc.language,
         line=line,
@@ -210,7 +228,7 @@ def syntax_context(
         parent_type=parent_type,
         scope_start_byte=scope_start,
         scope_end_byte=scope_end,
-        scope_prefix=tail_text(data, max(scope_start, off - 4 * scope_chars), off, scope_chars),
+        scope_prefix=scope_prefix,
         line_prefix=line_prefix,
         line_suffix=line_suffix,
         line_context=before_line.context,

@@ -7,6 +7,8 @@ with the file; ``node_path`` is one root-to-leaf descent.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tree_sitter import Node, Tree
 
 from lsp_server.documents.positions import char_start, decode_text
@@ -48,6 +50,19 @@ def node_path_near(path: list[Node], byte: int) -> tuple[list[Node], int]:
     return near, depth
 
 
+def in_recovery(path: list[Node], inner: int) -> bool:
+    """Whether error recovery reshapes the tree below ``path[inner]`` on ``path``.
+
+    ``path`` is a root-to-leaf path and ``path[inner]`` the innermost scope
+    on it: it is an ``ERROR`` node, or its child on the path holds one.
+    Then the definition being written may no longer parse as a scope, and
+    the scope found around it is the file or the class.
+    """
+    if not path[0].has_error:  # the root has an error whenever any node does
+        return False
+    return path[inner].is_error or (inner + 1 < len(path) and path[inner + 1].has_error)
+
+
 #: bytes looked at first by ``last_content_byte``: the anchor is nearly always close
 _NEAR = 64
 
@@ -82,6 +97,33 @@ def tail_text(data: bytearray, start: int, end: int, chars: int) -> str:
     if lo > start:
         lo = _next_char(data, lo)
     return decode_text(data[lo:end])[-chars:]
+
+
+#: what stands in for a span ``tail_text_without`` leaves out (never shown, only fingerprinted)
+ELIDED = b"\0"
+
+
+def tail_text_without(
+    data: bytearray, start: int, end: int, chars: int, spans: Sequence[tuple[int, int]]
+) -> str:
+    """``tail_text`` with each of ``spans`` (sorted, disjoint byte ranges) left out.
+
+    Each span met in the bytes read becomes one ``ELIDED`` byte; without
+    one, this is ``tail_text``.
+    """
+    lo = max(start, end - 4 * chars)
+    inside = [(s, e) for s, e in spans if s < end and e > lo]
+    if not inside:
+        return tail_text(data, start, end, chars)
+    if lo > start:
+        lo = _next_char(data, lo)
+    parts: list[bytes | bytearray] = []
+    for s, e in inside:
+        parts.append(data[lo : max(lo, s)])
+        parts.append(ELIDED)
+        lo = max(lo, e)
+    parts.append(data[lo:end])
+    return decode_text(b"".join(parts))[-chars:]
 
 
 def head_text(data: bytearray, start: int, end: int, chars: int) -> str:

@@ -177,6 +177,75 @@ class LanguageSpec:
             parent = kind
         return depths
 
+    def finished_beside(self, path: Sequence[Node], below: int, floor: int) -> list[Node]:
+        """The finished definitions beside ``path`` under ``path[below]``, in text order.
+
+        ``path`` is a root-to-leaf path; the definitions looked for are the
+        earlier siblings of its nodes deeper than ``below`` that end after
+        ``floor`` (so the walk is bounded by the text it may skip). A
+        sibling counts when it is a finished scope (``_finished``) or wraps
+        one as its last part (``export function``, a decorated ``def``, a
+        C++ ``template``, ``const f = () => ...``): the scope is returned.
+        Siblings of different levels never overlap, and a deeper level's
+        come later in the text.
+        """
+        found: list[Node] = []
+        for depth in range(below + 1, len(path)):
+            parent, node = path[depth - 1], path[depth]
+            # forward from the floor: a node finds its previous sibling by
+            # walking its parent's children from the first
+            cursor = parent.walk()
+            if cursor.goto_first_child_for_byte(floor) is None:
+                continue
+            while True:
+                sibling = cursor.node
+                if sibling is None or sibling.start_byte >= node.start_byte:
+                    break
+                if sibling.is_named:
+                    scope = self._scope_in(sibling, parent)
+                    if scope is not None:
+                        found.append(scope)
+                if not cursor.goto_next_sibling():
+                    break
+        return found
+
+    def _scope_in(self, node: Node, parent: Node) -> Node | None:
+        """``node`` if it is a finished scope, or one that is its last named part (two levels)."""
+        kinds = self._scope_kinds
+        for _ in range(WRAPPER_DEPTH + 1):
+            kind = node.kind_id
+            if kind in kinds.scopes:
+                if kind in kinds.bodied and node.child_by_field_name("body") is None:
+                    return None
+                return node if self._finished(node) else None
+            if parent.kind_id in kinds.named.get(kind, ()):
+                return node if self._finished(node) else None
+            count = node.named_child_count
+            last = node.named_child(count - 1) if count else None
+            if last is None:
+                return None
+            node, parent = last, node
+        return None
+
+    def _finished(self, scope: Node) -> bool:
+        """Whether ``scope`` is a whole definition, not the head of the one being written.
+
+        Error recovery can parse the head of the definition being written
+        (``func f() *T`` before its ``{``) as a scope of its own: only a
+        scope that ends with its own closing token (not one tree-sitter
+        inserted) is finished; in a language without closing tokens, one
+        without errors.
+        """
+        if not self.closers:
+            return not scope.has_error
+        last = scope
+        while last.child_count:
+            child = last.child(last.child_count - 1)
+            if child is None:
+                break
+            last = child
+        return not last.is_missing and last.type in self.closers
+
     @cached_property
     def closer_ends(self) -> frozenset[int]:
         """The last byte of each closing token: only a cursor after one can close a scope."""
@@ -226,6 +295,9 @@ class LanguageSpec:
             opening is not None and bool(opening.search(body)) and not self._closed.search(body)
         )
 
+
+#: how deep ``LanguageSpec.finished_beside`` looks into a wrapper for its definition
+WRAPPER_DEPTH = 2
 
 #: the kinds tree-sitter gives every grammar: ``ERROR`` and its repetition
 _BUILTIN_KINDS = (0xFFFE, 0xFFFF)

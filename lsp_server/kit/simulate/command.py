@@ -21,12 +21,13 @@ from lsp_server.kit.simulate import report
 from lsp_server.kit.simulate.requests import collect_requests
 from lsp_server.kit.simulate.strategies import POLICY_STRATEGIES, STRATEGY_NAMES
 from lsp_server.kit.simulate.timed import (
+    CLIENT_MODELS,
     DEFAULT_TOKEN_MS,
+    DESIGN_NAMES,
     PLOT_TTFTS,
     collect_timed,
     simulate_timed,
 )
-from lsp_server.kit.simulate.timed_model import CLIENT_MODELS, DESIGN_NAMES
 from lsp_server.kit.simulate.untimed import (
     DEFAULT_POLICIES,
     default_capacities,

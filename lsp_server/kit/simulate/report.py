@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from lsp_server.kit.simulate.timed_model import TimedResult
+    from lsp_server.kit.simulate.timed.model import TimedResult
     from lsp_server.kit.simulate.untimed import DesignResult
 
 logger = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from lsp_server.kit.simulate.report import render_table, render_timed_table
-from lsp_server.kit.simulate.timed_model import TimedResult
+from lsp_server.kit.simulate.timed import TimedResult
 from lsp_server.kit.simulate.untimed import DesignResult
 
 

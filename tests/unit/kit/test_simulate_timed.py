@@ -7,8 +7,14 @@ from pathlib import Path
 import pytest
 
 from lsp_server.kit.simulate import command as simulate_command
-from lsp_server.kit.simulate.timed import TimedTrace, collect_timed, run_design, simulate_timed
-from lsp_server.kit.simulate.timed_model import DESIGN_NAMES, LatencyModel
+from lsp_server.kit.simulate.timed import (
+    DESIGN_NAMES,
+    LatencyModel,
+    TimedTrace,
+    collect_timed,
+    run_design,
+    simulate_timed,
+)
 from lsp_server.kit.synth.session import sample_files, synthesize
 from lsp_server.observe.trace.format import (
     ChangeEvent,

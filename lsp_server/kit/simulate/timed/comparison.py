@@ -12,7 +12,7 @@ the final texts) plus what time and speculation need:
   the engine's answer there), for ``ours``' speculative prefetch;
 * the next line's fingerprint, for the Cody-style cache key.
 
-Each design in ``timed_model.CLIENT_MODELS`` is then played by
+Each design in ``model.CLIENT_MODELS`` is then played by
 ``TimedRun`` with its own cache (the untimed designs of ``strategies``, and
 ``CodyDesign`` here) at each time to first token asked for.
 """
@@ -39,8 +39,8 @@ from lsp_server.kit.simulate.strategies import (
     ScopeDesign,
     SimRequest,
 )
-from lsp_server.kit.simulate.timed_model import CLIENT_MODELS, LatencyModel, TimedResult
-from lsp_server.kit.simulate.timed_run import TimedRun
+from lsp_server.kit.simulate.timed.model import CLIENT_MODELS, LatencyModel, TimedResult
+from lsp_server.kit.simulate.timed.run import TimedRun
 from lsp_server.observe.trace.reader import read_header
 from lsp_server.settings import CompletionSettings, Settings
 

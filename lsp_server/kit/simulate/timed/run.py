@@ -2,8 +2,8 @@
 
 An event queue (arrivals, supersessions, debounce and throttle timers,
 stream ends, grace timers) ordered by time and insertion; everything else is
-the ``ClientModel``'s rules, described in ``timed_model``, and for ``ours``
-the speculative prefetch's rules in ``timed_speculation``. Deterministic: no
+the ``ClientModel``'s rules, described in ``model``, and for ``ours``
+the speculative prefetch's rules in ``speculation``. Deterministic: no
 wall clock, no randomness.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from cache.keys import LineAnchor
 from lsp_server.kit.simulate.strategies import SimRequest
-from lsp_server.kit.simulate.timed_model import (
+from lsp_server.kit.simulate.timed.model import (
     CODY_DEBOUNCE,
     CODY_PROMOTE_GAP,
     ClientModel,
@@ -27,7 +27,7 @@ from lsp_server.kit.simulate.timed_model import (
     Stream,
     TimedResult,
 )
-from lsp_server.kit.simulate.timed_speculation import SpeculationRules
+from lsp_server.kit.simulate.timed.speculation import SpeculationRules
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Iterable
 
 from lsp_server.kit.simulate.strategies import SimRequest
-from lsp_server.kit.simulate.timed_model import LatencyModel, Stream
+from lsp_server.kit.simulate.timed.model import LatencyModel, Stream
 
 
 class SpeculationRules:
