@@ -51,3 +51,9 @@ def test_a_block_is_cut_by_lines_and_by_generation_time() -> None:
     assert block.cut("\n    a()\n    b", 0.6) == Cut(len("\n    a()"), truncated=True)
     # time alone never cuts before a line with something on it
     assert block.cut("\n", 5.0) is None
+
+
+def test_a_line_that_never_ends_is_cut_by_generation_time() -> None:
+    one = bounds(multiline=False, limit_ms=500)
+    assert one.cut("x = f(a, b, c", 0.4) is None
+    assert one.cut("x = f(a, b, c", 0.6) == Cut(len("x = f(a, b, c"), truncated=True)
