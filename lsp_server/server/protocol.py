@@ -31,15 +31,14 @@ cattrs. For a cache hit that is most of the server's time. ``receive``
 therefore hands a request of a registered method, when its params have the
 plain shape, straight to its answer function, which returns the answer as
 JSON text or a ``Pending`` (a miss). An answer is written at once, through
-the same writer and framed the same way;
-a ``Pending`` becomes the request's task exactly as pygls files one (in
-``_request_futures``, answered by ``_send_handler_result``), so
-``$/cancelRequest``, error answers and shutdown treat it as any request. The
-route is not taken, and the request goes pygls's way, before ``initialize``,
-after ``shutdown``, for params of any other shape (pygls's own answer,
-e.g. -32602, stays the one given), and while a handler task of an earlier
-message has not started yet: handlers then still start in the order their
-messages arrived.
+the same writer and framed the same way; a ``Pending`` becomes the request's
+task exactly as pygls files one (in ``_request_futures``, answered by
+``_send_handler_result``), so ``$/cancelRequest``, error answers and
+shutdown treat it as any request. The route is not taken, and the request
+goes pygls's way, before ``initialize``, after ``shutdown``, for params of
+any other shape (pygls's own answer, e.g. -32602, stays the one given), and
+while a handler task of an earlier message has not started yet: handlers
+then still start in the order their messages arrived.
 """
 
 from __future__ import annotations
@@ -193,9 +192,7 @@ class ScopecacheProtocol(LanguageServerProtocol):
     def _handler_waiting_to_start(self) -> bool:
         """Whether an earlier message's handler task has not run its first step yet."""
         return bool(self._request_futures) and any(
-            isinstance(future, asyncio.Task)
-            and inspect.getcoroutinestate(future.get_coro()) == inspect.CORO_CREATED
-            for future in self._request_futures.values()
+            _not_started(future) for future in self._request_futures.values()
         )
 
     def _refused_before_initialize(self, method: str, msg_id: Any) -> bool:
@@ -283,6 +280,12 @@ class ScopecacheProtocol(LanguageServerProtocol):
         if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield handler, (params,), None
 
+
+
+def _not_started(future: Any) -> bool:
+    """Whether ``future`` is a task whose coroutine has not run yet."""
+    coro = future.get_coro() if isinstance(future, asyncio.Task) else None
+    return inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
 
 
 def offers_list_completion(capabilities: types.ClientCapabilities, settings: Settings) -> bool:

@@ -43,7 +43,7 @@ session (two files, six lines typed at the end of each, one earlier function
 revisited); ``--long`` measures every window with ``--cache-reuse`` off and
 at 256 on the long session (sixteen lines, two revisits): sixteen llama.cpp
 servers, most of a quarter of an hour on a shared machine. ``--quick``
-types three lines. The two speculation rows replay at the typist's pace, so
+types two lines. The two speculation rows replay at the typist's pace, so
 they run side by side (each on its own server), the load of the machine
 falling on both alike.
 
@@ -161,7 +161,7 @@ def editing_session(quick: bool, long: bool = False) -> Trace:
     """Files larger than the budget, edited at their end and in earlier functions."""
     if long:
         return sized_session(220, 16, 2)
-    return sized_session(120, 3, 1) if quick else sized_session(120, 6, 1)
+    return sized_session(120, 2, 1) if quick else sized_session(120, 6, 1)
 
 
 def sized_session(head_count: int, typed_count: int, returns: int) -> Trace:

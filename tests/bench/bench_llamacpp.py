@@ -53,7 +53,7 @@ def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
 #: lines of each sample the session writes: make bench, --long, --quick
 SESSION_LINES = 14
 LONG_SESSION_LINES = 40
-QUICK_SESSION_LINES = 6
+QUICK_SESSION_LINES = 4
 
 
 def _texts(quick: bool, long: bool = False) -> dict[str, str]:

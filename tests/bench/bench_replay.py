@@ -36,7 +36,7 @@ FULL_FILES = ("textwrap.py", "shlex.py", "heapq.py")
 #: lines of each file the session writes in ``make bench``, with ``--long``, with ``--quick``
 FILE_LINES = 12
 LONG_FILE_LINES = 100
-QUICK_LINES = 12
+QUICK_LINES = 8
 
 
 def _head(text: str, lines: int) -> str:

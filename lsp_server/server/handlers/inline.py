@@ -104,9 +104,8 @@ def completion_list(found: Found | None) -> dict[str, Any]:
         "command": ACCEPT_COMMAND,
         "arguments": [item_id, {"source": suggestion.source}],
     }
-    item = {"insertText": suggestion.text, "range": {"start": cursor, "end": cursor}}
-    item["command"] = command
-    return {"items": [item]}
+    text_range = {"start": cursor, "end": cursor}
+    return {"items": [{"insertText": suggestion.text, "range": text_range, "command": command}]}
 
 
 def completion_list_json(found: Found | None) -> str:
