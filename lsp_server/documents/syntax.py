@@ -23,11 +23,12 @@ Rules, chosen to stay stable while the user types incomplete code:
 * **Error recovery**: while the definition being written does not parse
   (the innermost scope is an ``ERROR`` node, or its child on the cursor's
   path holds one), the scope found may be the file or the class around it,
-  and its text would reach into the definitions above. Then the bodies of
-  the finished definitions beside the path are left out of the scope text
-  and the line context (see ``lsp_server.documents.line_context``): an edit
-  inside a definition above changes neither, and their headers still tell
-  places apart.
+  and its text would reach into the definitions above. Then the line
+  context leaves out the bodies of the finished definitions beside the path
+  (see ``lsp_server.documents.line_context``), and the scope text is the
+  line context followed by the line up to the cursor: an edit inside a
+  definition above changes neither, and their headers still tell places
+  apart.
 * **Line context**: see ``lsp_server.documents.line_context``; what is typed on the
   cursor's line never moves where it starts.
 * **Block opener**: see ``lsp_server.documents.block_opener``.
@@ -66,7 +67,6 @@ from lsp_server.documents.syntax_reads import (
     last_content_byte,
     node_path,
     tail_text,
-    tail_text_without,
 )
 from lsp_server.documents.windows import DEFAULT_WINDOWS, ContextWindows
 from lsp_server.settings import CompletionSettings
@@ -208,13 +208,14 @@ def syntax_context(
         scope = full_path[inner]
         scope_start, scope_end = scope.start_byte, scope.end_byte
     before_line = line_context(doc, spec, full_path, depths, line_start, scope_chars)
-    scope_window = max(scope_start, off - 4 * scope_chars)
-    if before_line.elided and in_recovery(path, inner):
+    if before_line.elided and scope_start <= line_start and in_recovery(path, inner):
         # the scope found may be the file or class around a definition that
-        # no longer parses: the bodies the line's text leaves out stay out
-        scope_prefix = tail_text_without(data, scope_window, off, scope_chars, before_line.elided)
+        # no longer parses: the text before the line is the line context's,
+        # which leaves out the bodies of the definitions above it
+        typed = tail_text(data, line_start, off, scope_chars)
+        scope_prefix = (before_line.context + typed)[-scope_chars:]
     else:
-        scope_prefix = tail_text(data, scope_window, off, scope_chars)
+        scope_prefix = tail_text(data, max(scope_start, off - 4 * scope_chars), off, scope_chars)
     bound = suffix_bound(doc, spec, line_start, line_end, scope_end)
     suffix = head_text(data, off, min(suffix_end, max(off, bound)), suffix_chars)
     return SyntaxContext(
