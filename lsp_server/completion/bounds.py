@@ -15,8 +15,7 @@ in the same places:
   not a closing bracket), and before a line that repeats the next line after
   the cursor (the model has caught up with the text that is already there);
 * once the first line is complete, a block stops growing after
-  ``completion.maxGenerationMs`` of generation (cut at the last line end);
-  a single line that has not ended by then is cut where it is.
+  ``completion.maxGenerationMs`` of generation (cut at the last line end).
 
 A cut at a natural boundary is the model's answer; a cut by time or length
 is marked truncated, so the cache never takes it for "the model ended here".
@@ -91,10 +90,6 @@ class AnswerBounds:
         """
         first_end = text.find("\n")
         if first_end < 0:
-            if not self.multiline and self.max_generation_s and text.strip():
-                # a line that never ends (a model that never writes a line end)
-                if generating_for >= self.max_generation_s:
-                    return Cut(len(text), truncated=True)
             return None
         if not self.multiline:
             return Cut(first_end, truncated=False)

@@ -148,15 +148,14 @@ async def test_a_prompt_the_server_cut_is_noticed_and_the_next_ones_fit(
     assert second["tokens"]["prompt"] - first["tokens"]["prompt"] < llama_server.batch
 
 
-async def test_a_cancelled_request_on_llama_cpp_runs_to_its_time_bound_then_stops_generating(
+async def test_a_stream_nobody_can_use_any_more_is_cancelled_and_stops_generating_on_the_server(
     llama_server: LlamaCppServer,
 ) -> None:
     # On llama.cpp a stream the editor stopped waiting for is not cancelled for
-    # idleness (the user may type into it); its generation is bounded in time
-    # (completion.maxGenerationMs), even for a model that never ends a line.
+    # idleness (the user may type into it); closing its document ends it, and
+    # the cancel reaches the server: generation stops.
     max_tokens = 4000
-    options = settings(llama_server.url, completion={"maxTokens": max_tokens,
-                                                     "maxGenerationMs": 300},
+    options = settings(llama_server.url, completion={"maxTokens": max_tokens},
                        throttle={"minDelayMs": 0, "maxDelayMs": 0})
     async with ServerProcess(options) as server:
         server.open(URI, TEXT)
@@ -170,13 +169,15 @@ async def test_a_cancelled_request_on_llama_cpp_runs_to_its_time_bound_then_stop
         server.cancel(msg_id)
         with pytest.raises(JsonRpcException):
             await pending
+        assert (await server.stats())["upstreamCancelled"] == 0  # still generating
+        server.close(URI)
         await wait_for(lambda: not llama_server.busy(), "generation went on after the cancel")
         after = await asyncio.to_thread(llama_server.metrics)
         predicted = after["tokens_predicted_total"] - before["tokens_predicted_total"]
         assert predicted < max_tokens
         stats = await server.stats()
-        assert stats["upstreamCancelled"] == 0 and stats["upstreamCancelledBy"] == {}
-        # on HTTP/1.1 the cut closed that connection; a spare replaces it
+        assert stats["upstreamCancelled"] == 1 and stats["upstreamCancelledBy"] == {"closed": 1}
+        # on HTTP/1.1 the cancel closed that connection; a spare replaces it
         assert stats["transport"]["connectionsClosedByCancel"] == 1
         deadline = time.monotonic() + DEADLINE
         while (await server.stats())["transport"]["connectionsReady"] < 1:
@@ -186,6 +187,7 @@ async def test_a_cancelled_request_on_llama_cpp_runs_to_its_time_bound_then_stop
         # the next completion works (a short one: this one is not about limits)
         # and waits for no TCP connect
         server.configure({**options, "completion": {"maxTokens": 16}})
+        server.open(URI, TEXT)
         server.insert(URI, LINE, COLUMN, "2")
         assert await server.inline_text(URI, LINE, COLUMN + 1) is not None
         assert (await server.stats())["transport"]["connectWaits"] == waits

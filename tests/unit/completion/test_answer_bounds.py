@@ -52,8 +52,3 @@ def test_a_block_is_cut_by_lines_and_by_generation_time() -> None:
     # time alone never cuts before a line with something on it
     assert block.cut("\n", 5.0) is None
 
-
-def test_a_line_that_never_ends_is_cut_by_generation_time() -> None:
-    one = bounds(multiline=False, limit_ms=500)
-    assert one.cut("x = f(a, b, c", 0.4) is None
-    assert one.cut("x = f(a, b, c", 0.6) == Cut(len("x = f(a, b, c"), truncated=True)
