@@ -3,7 +3,7 @@
 llama.cpp's own server (the xllamacpp wheel) runs Qwen2.5-Coder-0.5B on one
 CPU thread (two threads, as the benchmark runs it, slow down tenfold when
 anything else runs on a two-core machine; one is steadily slower than the
-typing, which is what this test needs). A developer types six
+typing, which is what this test needs). A developer types twelve
 lines into an existing file key by key, faster than the model answers, never
 accepting; the real ``scopecache serve`` is asked after every key and the
 request still outstanding is cancelled at the next key, as editors do.
@@ -56,7 +56,7 @@ def code_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaCppSer
 async def test_typing_faster_than_a_real_model_answers_shows_useful_suggestions(
     code_model: LlamaCppServer,
 ) -> None:
-    script = code_model_session("short")
+    script = code_model_session("full")
     run = await run_scopecache(script, scopecache_settings(code_model.url), busy_url=code_model.url)
     score = SessionScore.of(run)
     stats = run.extra["stats"]
