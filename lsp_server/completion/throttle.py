@@ -33,6 +33,8 @@ from collections.abc import Callable
 EWMA_WEIGHT = 0.3
 #: intervals longer than this are pauses, not typing
 MAX_TYPING_INTERVAL = 1.0
+#: intervals shorter than this are bursts (a paste, a macro, auto-pairs), not typing
+MIN_TYPING_INTERVAL = 0.03
 #: a pause is this many typical gaps between keys
 PAUSE_GAPS = 2.0
 
@@ -73,7 +75,7 @@ class MissThrottle:
             self._new_line.add(uri)
         else:
             self._new_line.discard(uri)
-        if last is not None and 0 < now - last < MAX_TYPING_INTERVAL:
+        if last is not None and MIN_TYPING_INTERVAL <= now - last < MAX_TYPING_INTERVAL:
             self._typing = _ewma(self._typing, now - last)
 
     def note_ttft(self, seconds: float) -> None:
