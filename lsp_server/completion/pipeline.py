@@ -333,7 +333,7 @@ class CompletionPipeline:
         stream = self.inflight.find(anchor, ctx.line_prefix)
         if stream is None:
             return None
-        text = await self.upstream.wait(stream, first_line=True)
+        text = await self.upstream.wait(stream, first_line=self.throttle.slow)
         typed = stream.typed_since(ctx.line_prefix) or ""
         if text is None or len(text) <= len(typed) or not text.startswith(typed):
             return None
@@ -365,7 +365,7 @@ class CompletionPipeline:
         line_done: Callable[[], None] | None = None,
     ) -> Suggestion | None:
         stream = self.upstream.start(uri, key, anchor, ctx)
-        text = await self.upstream.wait(stream, first_line=True)
+        text = await self.upstream.wait(stream, first_line=self.throttle.slow)
         if text == "" and line_done is not None and ctx.line_prefix.strip():
             if not ctx.line_suffix.strip():
                 line_done()

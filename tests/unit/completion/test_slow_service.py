@@ -176,6 +176,15 @@ async def test_the_newest_state_waits_for_the_stream_at_the_service_and_older_on
 async def test_a_block_shows_its_first_line_as_soon_as_it_is_complete() -> None:
     backend = ScriptedBackend(LOCAL_SERVER)
     pipe = pipeline(backend)
+    # a service measured slower than the typing (a fast one shows the whole block)
+    now = [0.0]
+    pipe.throttle = MissThrottle(min_delay=0.0, max_delay=0.0, max_pause=0.001,
+                                 clock=lambda: now[0])
+    for _ in range(3):
+        now[0] += 0.1
+        pipe.throttle.note_keystroke("other")
+    pipe.throttle.note_answer(1.0)
+    assert pipe.throttle.slow
     head = "def greet(name):\n"
     doc = DocumentStore().open(URI, "python", 1, head + "    if name:")
     ctx = syntax_context(doc, types.Position(line=1, character=12))
