@@ -28,6 +28,13 @@ logger = logging.getLogger(__name__)
 #: how long shutdown may take before the process is killed
 SHUTDOWN_TIMEOUT = 5.0
 
+#: how much of the server's stderr is kept (its tail), for messages and ``stderr_text``
+STDERR_KEPT = 64 * 1024
+
+
+class ServerExited(RuntimeError):
+    """The server process ended while an answer was awaited from it."""
+
 
 def default_command() -> list[str]:
     """``scopecache serve`` with this interpreter (works without the console script)."""
@@ -60,8 +67,8 @@ class ServerProcess:
         #: the server sends its log as window/logMessage (``--log-to-client``, no log file)
         self.log_to_client = log_to_client
         self.log_messages: list[types.LogMessageParams] = []
-        #: what the server wrote on stderr, read when it has stopped (with ``log_to_client``)
-        self.stderr_text = ""
+        self._stderr = bytearray()
+        self._stderr_reader: asyncio.Task[None] | None = None
         self.position_encodings = list(position_encodings)
         self.client = LanguageClient("scopecache-driver", "1")
         self.messages: list[types.ShowMessageParams] = []
@@ -83,6 +90,10 @@ class ServerProcess:
         where = ["--log-to-client"] if self.log_to_client else ["--log-file", str(self.log_file)]
         args = [*self.command, *where, "--log-level", self.log_level]
         await self.client.start_io(args[0], *args[1:], env=self.env)
+        server = self.client._server
+        if server is not None and server.stderr is not None:
+            # read all along: a server whose stderr pipe fills up blocks on its next line
+            self._stderr_reader = asyncio.create_task(self._drain_stderr(server.stderr))
         capabilities = types.ClientCapabilities(
             general=types.GeneralClientCapabilities(
                 position_encodings=[types.PositionEncodingKind(e) for e in self.position_encodings]
@@ -116,10 +127,9 @@ class ServerProcess:
             except TimeoutError:
                 server.kill()
                 await server.wait()
-            if self.log_to_client and server.stderr is not None:
-                with contextlib.suppress(Exception):
-                    data = await asyncio.wait_for(server.stderr.read(), SHUTDOWN_TIMEOUT)
-                    self.stderr_text = data.decode("utf-8", "replace")
+        if self._stderr_reader is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._stderr_reader, SHUTDOWN_TIMEOUT)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.client.stop(), SHUTDOWN_TIMEOUT)  # type: ignore[no-untyped-call]
         if self._tmp is not None:
@@ -135,6 +145,27 @@ class ServerProcess:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+    async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            self._stderr += chunk
+            del self._stderr[:-STDERR_KEPT]
+
+    @property
+    def stderr_text(self) -> str:
+        """What the server wrote on stderr (the last ``STDERR_KEPT`` bytes)."""
+        return self._stderr.decode("utf-8", "replace")
+
+    async def exited(self) -> int:
+        """Wait until the server process has ended; its exit code."""
+        server = self.client._server
+        if server is None:
+            raise RuntimeError("the server was never started")
+        return await server.wait()
+
+    def _exit_code(self) -> int | None:
+        server = getattr(self.client, "_server", None)
+        return server.returncode if server is not None else None
 
     @property
     def pid(self) -> int | None:
@@ -185,6 +216,18 @@ class ServerProcess:
     def request(self, method: str, params: Any) -> tuple[str, asyncio.Future[Any]]:
         """Send a request; returns its id (for ``cancel``) and the pending answer."""
         msg_id = f"d{next(self._ids)}"
+        code = self._exit_code()
+        if code is not None:
+            # the client fails what is pending when the process ends; a later request
+            # would never be answered
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            future.set_exception(
+                ServerExited(
+                    f"{method}: the server exited with code {code}; its stderr ends:\n"
+                    + self.stderr_text[-2000:]
+                )
+            )
+            return msg_id, future
         future = self.client.protocol.send_request_async(method, params, msg_id=msg_id)
         return msg_id, future
 

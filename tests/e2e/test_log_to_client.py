@@ -7,7 +7,6 @@ cannot go over LSP.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -15,17 +14,20 @@ from lsprotocol import types
 
 from lsp_server.kit.client import ServerProcess
 from lsp_server.kit.upstream_process import ReferenceProcess
+from tests.support.conditions import until
 
 pytestmark = pytest.mark.e2e
 
 
 async def _wait_for_message(server: ServerProcess, text: str) -> types.LogMessageParams:
-    for _ in range(500):
-        for message in server.log_messages:
-            if text in message.message:
-                return message
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"no log message with {text!r}: {server.log_messages}")
+    found: list[types.LogMessageParams] = []
+
+    async def arrived() -> bool:
+        found.extend(m for m in server.log_messages if text in m.message)
+        return bool(found)
+
+    await until(arrived, f"a log message with {text!r}")
+    return found[0]
 
 
 async def test_log_records_reach_the_editor_at_their_levels_and_stderr_stays_quiet(
