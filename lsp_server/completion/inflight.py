@@ -324,14 +324,6 @@ class InflightRegistry:
         self.cancelled_by[reason] = self.cancelled_by.get(reason, 0) + 1
         self.wasted_chars += len(stream.text)
 
-    def cancel_speculative(self, uri: str, line: int, line_prefix: str) -> None:
-        """Cancel speculative streams of ``uri`` the user's typing has left behind."""
-        for streams in list(self._by_anchor.values()):
-            for stream in list(streams):
-                if stream.uri == uri and stream.predicted is not None and not stream.waiters:
-                    if not stream.doomed and not _on_the_way(stream.predicted, line, line_prefix):
-                        self._give_up(stream)
-
     def cancel_all(self) -> None:
         """Cancel everything (shutdown)."""
         for streams in list(self._by_anchor.values()):
