@@ -274,9 +274,23 @@ class Workbench:
         # the editor draws spaces as no-break spaces
         return [(t or "").replace("\xa0", " ") for t in found]
 
-    def quick_input_rows(self) -> str:
-        """The rows Quick Open or the command palette lists, as one text."""
-        return "\n".join(self.texts(".quick-input-list .monaco-list-row"))
+    def quick_input_choice(self) -> str:
+        """The row Enter would pick in Quick Open or the command palette ("" if none)."""
+        return "\n".join(self.texts(".quick-input-list .monaco-list-row.focused"))
+
+    def pick(self, name: str, what: str) -> None:
+        """Type ``name`` into the focused quick input and pick its row.
+
+        Enter picks the focused row, and the list filters a moment after
+        the keys arrive: a row lower down may name ``name`` while the top
+        one still matches what was typed so far. Enter only once ``name``
+        is the row it would pick.
+        """
+        from selenium.webdriver.common.keys import Keys
+
+        self.type(name)
+        wait_until(lambda: name in self.quick_input_choice(), f"{name} picked in {what}")
+        self.keys(Keys.ENTER)
 
     def ghost_text(self) -> str:
         """The inline suggestion shown in the editor (its first line)."""
@@ -325,9 +339,7 @@ class Workbench:
 
         self.chord(Keys.CONTROL, "p")
         wait_until(lambda: self.css(".quick-input-widget input:focus"), "Quick Open")
-        self.type(name)
-        wait_until(lambda: name in self.quick_input_rows(), f"{name} in Quick Open")
-        self.keys(Keys.ENTER)
+        self.pick(name, "Quick Open")
         tab = f'.tab.active[aria-label^="{name}"]'
         wait_until(
             lambda: self.css(tab) and self.css(".monaco-editor.focused"), f"the editor of {name}"
@@ -350,9 +362,7 @@ class Workbench:
 
         self.keys(Keys.F1)
         wait_until(lambda: self.css(".quick-input-widget input:focus"), "the command palette")
-        self.type(title)
-        wait_until(lambda: title in self.quick_input_rows(), f"{title!r} in the command palette")
-        self.keys(Keys.ENTER)
+        self.pick(title, "the command palette")
         wait_until(lambda: not self.css(".quick-input-widget input:focus"), "the palette to close")
 
 
