@@ -293,8 +293,12 @@ async def read_frames(stop_event: threading.Event, reader: LineReader, sink: Fra
 
 def serve_stdio(
     server: JsonRPCServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
-) -> None:
-    """Run ``server`` on stdio with ``read_frames``; mirrors pygls's ``start_io``."""
+) -> int:
+    """Run ``server`` on stdio with ``read_frames``; mirrors pygls's ``start_io``.
+
+    Returns the process's exit code: 1 after an ``exit`` without ``shutdown``
+    first (LSP), else 0.
+    """
     stop_event = threading.Event()
     server._stop_event = stop_event  # pygls's shutdown() sets it to end the loop
     stdin = stdin or sys.stdin.buffer
@@ -306,17 +310,28 @@ def serve_stdio(
         reader = await open_line_reader(stdin, server.thread_pool, stdout=stdout)
         await read_frames(stop_event, reader, sink)
 
+    code = 0
     try:
         asyncio.run(serve())
     except BrokenPipeError:
         logger.error("connection to the client is lost; shutting down")
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
         pass
+    except SystemExit as exc:  # the exit notification: pygls's handler chose the code
+        code = exit_code(exc)
     finally:
         server.shutdown()  # type: ignore[no-untyped-call]
+    return code
 
 
-def serve_tcp(server: JsonRPCServer, host: str, port: int) -> None:
+def exit_code(exc: SystemExit) -> int:
+    """The exit code a ``SystemExit`` asks for (an int, else 0 for None and 1 for anything else)."""
+    if exc.code is None:
+        return 0
+    return exc.code if isinstance(exc.code, int) else 1
+
+
+def serve_tcp(server: JsonRPCServer, host: str, port: int) -> int:
     """Run ``server`` for one TCP client with ``read_frames``; mirrors pygls's ``start_tcp``.
 
     Port 0 picks a free port; the address actually bound is logged at INFO
@@ -326,12 +341,16 @@ def serve_tcp(server: JsonRPCServer, host: str, port: int) -> None:
     """
     stop_event = threading.Event()
     server._stop_event = stop_event
+    code = 0
     try:
         asyncio.run(_serve_one_client(server, stop_event, host, port))
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
         pass
+    except SystemExit as exc:
+        code = exit_code(exc)
     finally:
         server.shutdown()  # type: ignore[no-untyped-call]
+    return code
 
 
 async def _serve_one_client(

@@ -100,6 +100,9 @@ class ScopecacheServer(LanguageServer):
         self.throttle = MissThrottle()
         self.speculator = SpeculativePrefetcher(self.settings.speculative)
         self.recorder: TraceRecorder | None = None
+        #: the process's exit code once ``start_io``/``start_tcp`` return (LSP: 1 after
+        #: an ``exit`` that no ``shutdown`` came before)
+        self.exit_code = 0
         self._host_backend = backend
         self._host_store = store
         self._host_l2 = l2
@@ -268,13 +271,13 @@ class ScopecacheServer(LanguageServer):
         """Serve on stdio with the hardened reader of ``lsp_server.server.framing``."""
         from lsp_server.server.framing import serve_stdio
 
-        serve_stdio(self, stdin, stdout)
+        self.exit_code = serve_stdio(self, stdin, stdout)
 
     def start_tcp(self, host: str, port: int) -> None:
         """Serve one TCP client with the hardened reader of ``lsp_server.server.framing``."""
         from lsp_server.server.framing import serve_tcp
 
-        serve_tcp(self, host, port)
+        self.exit_code = serve_tcp(self, host, port)
 
     def start_background(self) -> None:
         """Warm up after ``initialized``: DNS, connections, tokens."""

@@ -113,4 +113,4 @@ def run(args: argparse.Namespace) -> int:
         server.start_tcp(host or "127.0.0.1", int(port))
     else:
         server.start_io()
-    return 0
+    return server.exit_code

@@ -39,8 +39,14 @@ async def test_a_server_that_floods_its_stderr_keeps_answering() -> None:
 
 async def test_a_request_after_the_server_exited_fails_with_its_exit_code() -> None:
     async with ServerProcess({"cache": {"l2": "none"}}) as server:
-        server.client.exit(None)
-        code = await server.exited()
-        expected = f"scopecache/stats: the server exited with code {code}"
+        server.client.exit(None)  # no shutdown first: LSP has the server exit with code 1
+        assert await server.exited() == 1
+        expected = "scopecache/stats: the server exited with code 1"
         with pytest.raises(ServerExited, match=expected):
             await server.stats()
+
+
+async def test_a_server_shut_down_before_exit_ends_with_code_0() -> None:
+    async with ServerProcess({"cache": {"l2": "none"}}) as server:
+        await server.stats()
+    assert await server.exited() == 0
