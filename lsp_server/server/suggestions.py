@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
@@ -179,10 +180,25 @@ def _served(
         )
     uri, text, source = doc.uri, suggestion.text, suggestion.source
     item_id = ls.served.remember(ServedItem(uri, ctx.line, ctx.character, text, source))
-    ls.accepts.shown(item_id, uri, ctx, text, source, latency_ms)
+    _after_the_answer(ls.accepts.shown, item_id, uri, ctx, text, source, latency_ms)
     if ls.recorder is not None:
         ls.recorder.shown(item_id, uri, ctx, text, source, latency_ms)
     return suggestion, item_id, ctx
+
+
+def _after_the_answer(callback: Callable[..., None], *args: Any) -> None:
+    """Run ``callback`` once the answer being built is written, else now (no event loop).
+
+    The loop runs it before it next waits for input, so nothing the editor
+    sends after seeing the answer (an accept of it) is read first; meanwhile
+    the answer is on its way.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        callback(*args)
+        return
+    loop.call_soon(callback, *args)
 
 
 def _speculate(
