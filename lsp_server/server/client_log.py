@@ -12,8 +12,11 @@ files it at that level::
 
 ``--log-level`` still chooses which records exist; the editor's own log level
 chooses which it keeps. What cannot go over LSP goes to stderr as before:
-records from before the client connected or after it left, and records
-logged while a log message is being sent (the protocol's own errors).
+records from before the client connected, and records logged while a log
+message is being sent (the protocol's own errors). After the client has
+left (``exit`` closed the protocol's writer) only warnings and errors go to
+stderr; what the server logs about its own shutdown is dropped, where the
+editor would file it at ERROR.
 
 Only the thread that runs the protocol writes to it: a record logged on
 another thread (settings rebuilt in a worker thread) is handed to the event
@@ -51,6 +54,15 @@ def message_type(levelno: int) -> types.MessageType:
     return types.MessageType.Debug
 
 
+def writer_closed(writer: object) -> bool:
+    """Whether the protocol's writer was closed: stdio after ``exit``, a TCP connection."""
+    closed = getattr(writer, "closed", None)
+    if isinstance(closed, bool):
+        return closed
+    is_closing = getattr(writer, "is_closing", None)
+    return bool(is_closing()) if callable(is_closing) else False
+
+
 class ClientLogHandler(logging.Handler):
     """Sends log records to the client; ``fallback`` takes what cannot be sent."""
 
@@ -72,6 +84,9 @@ class ClientLogHandler(logging.Handler):
         server = self._server
         if server is None or server.protocol.writer is None or self._sending():
             self.fallback.handle(record)
+            return
+        if writer_closed(server.protocol.writer):
+            self._client_left(record)
             return
         try:
             params = types.LogMessageParams(
@@ -100,6 +115,9 @@ class ClientLogHandler(logging.Handler):
         if server is None or server.protocol.writer is None:
             self.fallback.handle(record)
             return
+        if writer_closed(server.protocol.writer):
+            self._client_left(record)
+            return
         self._local.sending = True
         try:
             server.window_log_message(params)
@@ -107,6 +125,10 @@ class ClientLogHandler(logging.Handler):
             self.fallback.handle(record)
         finally:
             self._local.sending = False
+
+    def _client_left(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            self.fallback.handle(record)
 
     def close(self) -> None:
         """Close the fallback too."""

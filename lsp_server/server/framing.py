@@ -291,6 +291,19 @@ async def read_frames(stop_event: threading.Event, reader: LineReader, sink: Fra
             logger.exception("unable to handle a message")
 
 
+class StdioWriter(StdoutWriter):
+    """pygls's stdout writer, telling whether it was closed (``exit`` closes it)."""
+
+    def __init__(self, stdout: BinaryIO) -> None:
+        super().__init__(stdout)
+        self._out = stdout
+
+    @property
+    def closed(self) -> bool:
+        """Nothing can be written any more."""
+        return bool(self._out.closed)
+
+
 def serve_stdio(
     server: JsonRPCServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
 ) -> int:
@@ -303,7 +316,7 @@ def serve_stdio(
     server._stop_event = stop_event  # pygls's shutdown() sets it to end the loop
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
-    server.protocol.set_writer(StdoutWriter(stdout))
+    server.protocol.set_writer(StdioWriter(stdout))
     sink: Any = server.protocol
 
     async def serve() -> None:

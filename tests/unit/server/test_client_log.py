@@ -16,6 +16,7 @@ from lsprotocol import types
 
 from lsp_server import create_server
 from lsp_server.server.client_log import ClientLogHandler, message_type
+from lsp_server.server.framing import StdioWriter
 from lsp_server.server.serve import configure_logging, wants_log_to_client
 
 
@@ -165,3 +166,20 @@ def test_configure_logging_puts_the_forwarder_on_the_root_logger() -> None:
         logging.captureWarnings(False)
         root.handlers[:], level = saved
         root.setLevel(level)
+
+
+def test_after_exit_only_warnings_and_errors_reach_stderr(logger: logging.Logger) -> None:
+    stderr = io.StringIO()
+    handler = ClientLogHandler(logging.StreamHandler(stderr))
+    logger.addHandler(handler)
+    server = create_server()
+    stdout = io.BytesIO()
+    server.protocol.set_writer(StdioWriter(stdout))
+    handler.attach(server)
+    logger.info("served")
+    assert b"served" in stdout.getvalue()
+    stdout.close()  # what pygls's exit handler does to the writer
+    logger.debug("cancelling upstream stream (stopped)")
+    logger.info("shut down")
+    logger.warning("the shared tier was not flushed")
+    assert stderr.getvalue() == "the shared tier was not flushed\n"
