@@ -34,14 +34,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lsp_server.documents.languages import CORE_LANGUAGES, default_registry
+from lsp_server.documents.languages import CORE_LANGUAGES
 from lsp_server.kit.simulate import untimed as simulate
 from lsp_server.kit.simulate.designs import make_design
 from lsp_server.kit.simulate.requests import collect_requests
 from lsp_server.kit.simulate.strategies import SimRequest
 from lsp_server.kit.synth.session import synthesize
 from lsp_server.observe.trace.writer import write_trace
-from tests.support.real_world import SOURCES, cache_dir, fetch
+from tests.support.real_world import SOURCES, cache_dir, fetch, sources_under
 
 SEED = 7
 CAPACITY = 256
@@ -163,16 +163,6 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(out)
 
 
-def _from_dir(directory: Path) -> list[tuple[str, str, Path]]:
-    registry = default_registry()
-    found = []
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        spec = registry.for_uri(path.name)
-        if spec is not None:
-            found.append((spec.name, str(path.relative_to(directory)), path))
-    return found
-
-
 def main(argv: list[str] | None = None) -> int:
     """Fetch (or take ``--dir``), measure, print the table; 1 when a language misses the bar."""
     parser = argparse.ArgumentParser(prog="python -m tests.bench.bench_real_world")
@@ -186,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     only = {s for s in args.only.split(",") if s}
     problems: list[str] = []
     if args.dir is not None:
-        work = _from_dir(args.dir)
+        work = sources_under(args.dir)
     else:
         files, problems = fetch([s for s in SOURCES if not only or s.language in only],
                                 cache_dir())

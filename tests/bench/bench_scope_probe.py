@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lsp_server.documents.languages import CORE_LANGUAGES, default_registry
-from tests.support.real_world import SOURCES, cache_dir, fetch
+from lsp_server.documents.languages import CORE_LANGUAGES
+from tests.support.real_world import SOURCES, cache_dir, fetch, sources_under
 from tests.support.scope_probe import SHAPES, Probe, probe_file
 
 BAR = 0.9
@@ -99,16 +99,6 @@ def table(rows: Sequence[Row], shapes: Sequence[str]) -> str:
     return "\n".join(out)
 
 
-def _from_dir(directory: Path) -> list[tuple[str, str, Path]]:
-    registry = default_registry()
-    found = []
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        spec = registry.for_uri(path.name)
-        if spec is not None:
-            found.append((spec.name, str(path.relative_to(directory)), path))
-    return found
-
-
 def main(argv: list[str] | None = None) -> int:
     """Fetch (or take ``--dir``), probe, print the table; 1 when a language misses the bar."""
     parser = argparse.ArgumentParser(prog="python -m tests.bench.bench_scope_probe")
@@ -122,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     shapes = list(SHAPES) if args.shape == "both" else [args.shape]
     problems: list[str] = []
     if args.dir is not None:
-        work = _from_dir(args.dir)
+        work = sources_under(args.dir)
     else:
         files, problems = fetch([s for s in SOURCES if not only or s.language in only],
                                 cache_dir())

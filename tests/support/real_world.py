@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lsp_server.documents.languages import default_registry
+
 #: bump when ``SOURCES`` changes, so a cache of other files is never reused
 SOURCES_VERSION = 2
 
@@ -252,3 +254,14 @@ def fetch(sources: Sequence[Source], root: Path) -> tuple[list[tuple[Source, Pat
             continue
         files.append((source, target))
     return files, problems
+
+
+def sources_under(directory: Path) -> list[tuple[str, str, Path]]:
+    """Every source file under ``directory`` a language knows: (language, relative path, path)."""
+    registry = default_registry()
+    found = []
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        spec = registry.for_uri(path.name)
+        if spec is not None:
+            found.append((spec.name, str(path.relative_to(directory)), path))
+    return found
