@@ -41,6 +41,7 @@ from lsp_server.observe.retained import (
     Point,
     Units,
     advance,
+    common_ends,
     extent,
     kept_chars,
     measured_length,
@@ -369,14 +370,7 @@ class AcceptanceLedger:
         """The whole text of ``uri`` was replaced: follow it as the one edit between the two."""
         if uri not in self._by_uri:
             return
-        head = 0
-        limit = min(len(before), len(after))
-        while head < limit and before[head] == after[head]:
-            head += 1
-        tail = 0
-        limit -= head
-        while tail < limit and before[-1 - tail] == after[-1 - tail]:
-            tail += 1
+        head, tail = common_ends(before, after)
         start = extent(before[:head], self.units)
         end = extent(before[: len(before) - tail], self.units)
         self.edit(uri, start, end, after[head : len(after) - tail])

@@ -112,6 +112,19 @@ def measured_length(accepted: str) -> int:
     return MEASURED_SLACK * len(accepted) + MEASURED_EXTRA
 
 
+def common_ends(a: str, b: str) -> tuple[int, int]:
+    """The lengths of the longest common prefix and then suffix of ``a`` and ``b`` (no overlap)."""
+    head = 0
+    limit = min(len(a), len(b))
+    while head < limit and a[head] == b[head]:
+        head += 1
+    tail = 0
+    limit -= head
+    while tail < limit and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    return head, tail
+
+
 def kept_chars(accepted: str, now: str) -> int:
     """How many characters of ``accepted`` are still in ``now``, in order (their LCS)."""
     if not accepted or not now:
@@ -119,14 +132,7 @@ def kept_chars(accepted: str, now: str) -> int:
     if accepted == now:
         return len(accepted)
     now = now[: measured_length(accepted)]
-    head = 0
-    limit = min(len(accepted), len(now))
-    while head < limit and accepted[head] == now[head]:
-        head += 1
-    tail = 0
-    limit -= head
-    while tail < limit and accepted[-1 - tail] == now[-1 - tail]:
-        tail += 1
+    head, tail = common_ends(accepted, now)
     a = accepted[head : len(accepted) - tail]
     b = now[head : len(now) - tail]
     if not a or not b:
