@@ -18,8 +18,10 @@ suggestion whose start the user has typed can be found from the anchor plus
 the current line prefix; and because it covers the scope's text, two places
 that merely share a few lines (``@dataclass`` above two classes) differ.
 
-Both are immutable and hash once. Fingerprints are 64-bit BLAKE2b digests of
-bounded text: nothing here ever hashes a whole file.
+Both are named tuples: immutable, and hashed and compared in C, which
+matters because a cache hit hashes its key several times (the policy's
+regions and histories are dictionaries). Fingerprints are 64-bit BLAKE2b
+digests of bounded text: nothing here ever hashes a whole file.
 
 What the key covers, and what it deliberately does not: the prompt's prefix
 window (``prefix_chars``/``prefix_lines``) may reach above the enclosing
@@ -45,6 +47,7 @@ saw, so that is an artefact of the engine's window, not of the key.
 from __future__ import annotations
 
 import hashlib
+from typing import NamedTuple
 
 #: how much of the text before the cursor's line a ``LineAnchor`` covers
 ANCHOR_CHARS = 1000
@@ -56,23 +59,14 @@ def fingerprint(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
 
 
-class ScopeKey:
+class ScopeKey(NamedTuple):
     """The exact cache key of a completion context."""
 
-    __slots__ = ("language", "structure", "scope_fp", "suffix_fp", "_hash")
-
     language: str
+    #: ``scopeDepth-nodeType-parentType``
     structure: str
     scope_fp: int
     suffix_fp: int
-    _hash: int
-
-    def __init__(self, language: str, structure: str, scope_fp: int, suffix_fp: int) -> None:
-        object.__setattr__(self, "language", language)
-        object.__setattr__(self, "structure", structure)
-        object.__setattr__(self, "scope_fp", scope_fp)
-        object.__setattr__(self, "suffix_fp", suffix_fp)
-        object.__setattr__(self, "_hash", hash((language, structure, scope_fp, suffix_fp)))
 
     @classmethod
     def build(
@@ -95,31 +89,11 @@ class ScopeKey:
             suffix_fp = fingerprint(suffix_text)
         return cls(language, structure, fingerprint(scope_text), suffix_fp)
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("ScopeKey is immutable")
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ScopeKey):
-            return NotImplemented
-        return (
-            self._hash == other._hash
-            and self.scope_fp == other.scope_fp
-            and self.suffix_fp == other.suffix_fp
-            and self.structure == other.structure
-            and self.language == other.language
-        )
-
     def __repr__(self) -> str:
         return (
             f"ScopeKey({self.language!r}, {self.structure!r}, "
             f"{self.scope_fp:016x}, {self.suffix_fp:016x})"
         )
-
-    def __reduce__(self) -> tuple[type[ScopeKey], tuple[str, str, int, int]]:
-        return (ScopeKey, (self.language, self.structure, self.scope_fp, self.suffix_fp))
 
     def digest(self) -> str:
         """A stable hex string for stores outside this process."""
@@ -127,21 +101,12 @@ class ScopeKey:
         return hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
 
 
-class LineAnchor:
+class LineAnchor(NamedTuple):
     """Where a line is: the lines before it and the suffix after the cursor."""
-
-    __slots__ = ("language", "context_fp", "suffix_fp", "_hash")
 
     language: str
     context_fp: int
     suffix_fp: int
-    _hash: int
-
-    def __init__(self, language: str, context_fp: int, suffix_fp: int) -> None:
-        object.__setattr__(self, "language", language)
-        object.__setattr__(self, "context_fp", context_fp)
-        object.__setattr__(self, "suffix_fp", suffix_fp)
-        object.__setattr__(self, "_hash", hash((language, context_fp, suffix_fp)))
 
     @classmethod
     def build(
@@ -161,27 +126,8 @@ class LineAnchor:
         """The anchor of another line under the same suffix (for multi-line continuations)."""
         return LineAnchor(self.language, fingerprint(context[-ANCHOR_CHARS:]), self.suffix_fp)
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("LineAnchor is immutable")
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, LineAnchor):
-            return NotImplemented
-        return (
-            self._hash == other._hash
-            and self.context_fp == other.context_fp
-            and self.suffix_fp == other.suffix_fp
-            and self.language == other.language
-        )
-
     def __repr__(self) -> str:
         return f"LineAnchor({self.language!r}, {self.context_fp:016x}, {self.suffix_fp:016x})"
-
-    def __reduce__(self) -> tuple[type[LineAnchor], tuple[str, int, int]]:
-        return (LineAnchor, (self.language, self.context_fp, self.suffix_fp))
 
     def digest(self) -> str:
         """A stable hex string for stores outside this process."""
