@@ -42,7 +42,13 @@ from tree_sitter import Parser, Tree
 from lsp_server.documents.languages import GrammarMissingError, LanguageSpec
 from lsp_server.documents.languages.indentation import INDENT_SAMPLE_LINES, TEXT_INDENT, indent_unit
 from lsp_server.documents.line_memo import LineMemo
-from lsp_server.documents.positions import ResolvedPosition, TextBuffer, decode_text, encode_text
+from lsp_server.documents.positions import (
+    PositionLike,
+    ResolvedPosition,
+    TextBuffer,
+    decode_text,
+    encode_text,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -294,11 +300,11 @@ class Document:
         """Number of lines, as LSP counts them."""
         return self.buffer.line_count
 
-    def resolve(self, position: Position) -> ResolvedPosition:
+    def resolve(self, position: PositionLike) -> ResolvedPosition:
         """The byte offset of ``position``, with the clamped line/character."""
         return self.buffer.resolve(position.line, position.character, self.encoding)
 
-    def offset_at(self, position: Position) -> int:
+    def offset_at(self, position: PositionLike) -> int:
         """Byte offset of an LSP position (clamped, never raises)."""
         return self.resolve(position).offset
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from lsprotocol.types import PositionEncodingKind
 
@@ -51,6 +51,37 @@ def char_start(data: bytes | bytearray, offset: int) -> int:
     while 0 < offset < len(data) and (data[offset] & 0xC0) == 0x80:
         offset -= 1
     return offset
+
+
+#: the largest value of LSP's ``uinteger``, the type of a position's line and character
+UINTEGER_MAX = 2**31 - 1
+
+
+class PositionLike(Protocol):
+    """An LSP position as reading one needs it: ``Cursor`` or ``lsprotocol.types.Position``."""
+
+    @property
+    def line(self) -> int:
+        """The line, from 0."""
+        ...
+
+    @property
+    def character(self) -> int:
+        """The character in the line, counted in the negotiated position encoding."""
+        ...
+
+
+class Cursor(NamedTuple):
+    """An LSP position, built where a request's params are read without pygls's converter.
+
+    ``lsprotocol.types.Position`` is an attrs class whose validators run
+    on every one built; a keystroke's request answered from the cache
+    (the inline completion's immediate route) builds this instead, after
+    checking the same range (``UINTEGER_MAX``).
+    """
+
+    line: int
+    character: int
 
 
 class ResolvedPosition(NamedTuple):

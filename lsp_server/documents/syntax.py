@@ -52,14 +52,13 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
-from lsprotocol.types import Position
 from tree_sitter import Node
 
 from lsp_server.documents.block_opener import block_opener, text_block_opener
 from lsp_server.documents.document import Document
 from lsp_server.documents.languages import LanguageSpec
 from lsp_server.documents.line_context import line_context, suffix_bound
-from lsp_server.documents.positions import TextBuffer
+from lsp_server.documents.positions import PositionLike, TextBuffer
 from lsp_server.documents.prompt_window import DeferredPrompt
 from lsp_server.documents.syntax_reads import (
     head_text,
@@ -133,7 +132,7 @@ class SyntaxContext(NamedTuple):
 
 
 def syntax_context(
-    doc: Document, position: Position, windows: ContextWindows = DEFAULT_WINDOWS
+    doc: Document, position: PositionLike, windows: ContextWindows = DEFAULT_WINDOWS
 ) -> SyntaxContext:
     """The syntax context of ``doc`` at ``position`` (clamped; never raises on a bad one)."""
     prefix_chars, prefix_lines, suffix_chars, suffix_lines, scope_chars, _, _ = windows
@@ -244,7 +243,7 @@ def syntax_context(
 
 
 def completion_context(
-    doc: Document, position: Position, settings: CompletionSettings
+    doc: Document, position: PositionLike, settings: CompletionSettings
 ) -> SyntaxContext:
     """``syntax_context`` with the windows the completion settings ask for."""
     return syntax_context(doc, position, ContextWindows.of(settings))

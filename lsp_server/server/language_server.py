@@ -27,6 +27,7 @@ from lsp_server.completion.speculate import SpeculativePrefetcher
 from lsp_server.completion.throttle import MissThrottle
 from lsp_server.documents.cross_file import CrossFileContext, prompt_context
 from lsp_server.documents.document import Document
+from lsp_server.documents.positions import PositionLike
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, completion_context
 from lsp_server.observe.endpoint import MetricsEndpoint
@@ -353,7 +354,7 @@ class ScopecacheServer(LanguageServer):
 
     # -- completions ------------------------------------------------------
 
-    def doc_context(self, doc: Document, position: types.Position) -> SyntaxContext:
+    def doc_context(self, doc: Document, position: PositionLike) -> SyntaxContext:
         """The syntax context of ``doc`` at ``position`` with the configured windows."""
         return completion_context(doc, position, self.settings.completion)
 

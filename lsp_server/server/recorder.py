@@ -37,6 +37,7 @@ from pathlib import Path
 from lsprotocol import types
 
 from lsp_server.documents.exclude import is_excluded
+from lsp_server.documents.positions import PositionLike
 from lsp_server.documents.syntax import SyntaxContext
 from lsp_server.observe.trace.documents import TraceDocuments
 from lsp_server.observe.trace.format import (
@@ -148,7 +149,7 @@ class TraceRecorder:
                 recorded.append(TextChange(text=text))
         self._add(ChangeEvent(t=self._t(), uri=uri, changes=tuple(recorded)))
 
-    def complete(self, uri: str, position: types.Position, kind: str) -> None:
+    def complete(self, uri: str, position: PositionLike, kind: str) -> None:
         """A completion request (inline or list)."""
         if self._skip(uri) or uri not in self._docs:
             return

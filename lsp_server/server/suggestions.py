@@ -20,13 +20,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lsprotocol import types
-
 from lsp_server.completion.pending import Pending
 from lsp_server.completion.pipeline import Suggestion
 from lsp_server.completion.speculate import typed_towards
 from lsp_server.documents.document import Document
 from lsp_server.documents.exclude import is_excluded
+from lsp_server.documents.positions import PositionLike
 from lsp_server.documents.syntax import SyntaxContext
 from lsp_server.server.served import ServedItem
 
@@ -46,7 +45,7 @@ Found = tuple[Suggestion, str, SyntaxContext]
 def suggest_now(
     ls: ScopecacheServer,
     uri: str,
-    position: types.Position,
+    position: PositionLike,
     *,
     automatic: bool = True,
     method: str = "inline",
@@ -75,7 +74,7 @@ def suggest_now(
 async def suggest(
     ls: ScopecacheServer,
     uri: str,
-    position: types.Position,
+    position: PositionLike,
     *,
     automatic: bool = True,
     method: str = "inline",
@@ -116,7 +115,7 @@ def _completable(ls: ScopecacheServer, uri: str) -> Document | None:
 
 
 def _suggest_now(
-    ls: ScopecacheServer, doc: Document, position: types.Position, *, automatic: bool, method: str
+    ls: ScopecacheServer, doc: Document, position: PositionLike, *, automatic: bool, method: str
 ) -> Found | None | Pending[Found | None]:
     ctx = ls.doc_context(doc, position)
     ls.heat.record_line(automatic=automatic, line_prefix=ctx.line_prefix)

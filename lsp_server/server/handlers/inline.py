@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from lsprotocol import types
 
 from lsp_server.completion.pending import Pending
+from lsp_server.documents.positions import UINTEGER_MAX, Cursor, PositionLike
 from lsp_server.server.language_server import ScopecacheServer
 from lsp_server.server.protocol import ScopecacheProtocol
 from lsp_server.server.suggestions import Found, suggest_now
@@ -41,7 +42,7 @@ class InlineRequest(NamedTuple):
     """What the answer reads of an inline completion request."""
 
     uri: str
-    position: types.Position
+    position: PositionLike
     #: the editor asked by itself while the user typed (not invoked by the user)
     automatic: bool
 
@@ -149,8 +150,6 @@ def plain_params(raw: Any) -> InlineRequest | None:
     automatic = _AUTOMATIC.get(trigger) if type(trigger) is int else None
     if automatic is None:
         return None
-    try:
-        cursor = types.Position(line=line, character=character)  # checks LSP's uinteger range
-    except ValueError:
-        return None
-    return InlineRequest(document["uri"], cursor, automatic)
+    if not (0 <= line <= UINTEGER_MAX and 0 <= character <= UINTEGER_MAX):
+        return None  # pygls's converter answers -32602
+    return InlineRequest(document["uri"], Cursor(line, character), automatic)

@@ -250,6 +250,23 @@ def test_plain_params_take_only_the_shape_editors_send_while_typing() -> None:
         assert plain_params(other) is None, other
 
 
+def test_plain_params_take_the_positions_lsprotocol_takes() -> None:
+    # the route builds its own position: it must accept what the converter accepts
+    edges = ((0, 0), (2**31 - 1, 2**31 - 1), (-1, 0), (0, -1), (2**31, 0), (0, 2**31))
+    for line, character in edges:
+        try:
+            types.Position(line=line, character=character)
+        except ValueError:
+            converter_takes = False
+        else:
+            converter_takes = True
+        params = {**PARAMS, "position": {"line": line, "character": character}}
+        request = plain_params(params)
+        assert (request is not None) == converter_takes, (line, character)
+        if request is not None:
+            assert (request.position.line, request.position.character) == (line, character)
+
+
 def _lru() -> Any:
     from cache.policies import make_policy
 
