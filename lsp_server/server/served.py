@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: suggestions remembered for ``scopecache.accepted``
 SERVED_ITEMS_KEPT = 256
 
 
-@dataclass(frozen=True, slots=True)
-class ServedItem:
-    """A suggestion that went out, so an acceptance can be attributed."""
+class ServedItem(NamedTuple):
+    """A suggestion that went out, so an acceptance can be attributed (one per answer)."""
 
     uri: str
     line: int
