@@ -151,6 +151,26 @@ class HybridCache(PolicyCache[K, V]):
             self._reference_arc(key, hist)
         return Cache.__getitem__(self, key)
 
+    def get(self, key: K, default: Any = None) -> Any:
+        """``self[key]`` (a use) when ``key`` is held and live, else ``default``.
+
+        What ``cachetools``'s ``get`` does, in one pass: the store reads every
+        keystroke's key this way, and that ``get`` tests membership through
+        two methods and then looks the key up again through ``__getitem__``.
+        An expired entry reads as absent and stays until an insert drops it,
+        as there.
+        """
+        hist = self._refs.get(key)
+        if hist is None and key not in self._hot.records:
+            return default
+        if self._deadlines is not None and self._is_expired(key):
+            return default
+        if hist is None:
+            self._hot.reference(key)
+        else:
+            self._reference_arc(key, hist)
+        return Cache.__getitem__(self, key)
+
     def __setitem__(self, key: K, value: V) -> None:
         if self._deadlines is not None:
             self._drop_expired()

@@ -66,6 +66,25 @@ class PolicyContract:
         with pytest.raises(KeyError):
             cache.pop(1)
 
+    def test_get_reads_as_membership_then_subscript(self) -> None:
+        # a policy may answer get in one pass; it must leave the state a test
+        # for the key and a read of it leave: the same uses, the same victims
+        clock = FakeClock()
+        by_get = self.make(6, ttl=50.0, timer=clock)
+        by_read = self.make(6, ttl=50.0, timer=clock)
+        for i in range(300):
+            clock.now += 1
+            key = (i * 7) % 11 if i % 4 else i % 3
+            if i % 2:
+                by_get[key] = by_read[key] = i
+            else:
+                read = by_read[key] if key in by_read else "absent"
+                assert by_get.get(key, "absent") == read, i
+        assert sorted(by_get.items()) == sorted(by_read.items())
+        assert [by_get.popitem() for _ in range(len(by_get))] == [
+            by_read.popitem() for _ in range(len(by_read))
+        ]
+
     def test_popitem_empties_then_raises(self) -> None:
         cache = self.make(3)
         for key in range(3):
