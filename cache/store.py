@@ -30,8 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from cachetools import Cache
 
@@ -42,8 +41,7 @@ from cache.typed import TypedThroughIndex
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):
     """A cached answer for the cursor: the entry and the text to show from the cursor."""
 
     entry: CachedCompletion

@@ -41,7 +41,6 @@ import itertools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from cache.entry import CachedCompletion
@@ -77,9 +76,8 @@ class SharedTier(Protocol):
         """Store ``entry`` for other processes (never raises)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Suggestion:
-    """A suggestion to show at the cursor and where it came from."""
+class Suggestion(NamedTuple):
+    """A suggestion to show at the cursor and where it came from (one per answer)."""
 
     text: str
     source: str
