@@ -1,8 +1,9 @@
 """One suggestion for the completion handlers, and what follows it.
 
 ``suggest`` finds the open, not excluded document, derives the syntax
-context at the cursor, feeds the hybrid policy's context heat, records the
-request in the trace and asks the pipeline. An answer from memory comes back
+context at the cursor, records the request in the trace and asks the
+pipeline; the request feeds the hybrid policy's context heat (after the
+answer, when that comes from memory). An answer from memory comes back
 in the same call (the inline hit path answers without a task); a miss comes
 back as ``Pending``, the rest of its way (``suggest`` awaits it for callers
 that simply wait). What goes out is remembered (``ServedItems``) and shown
@@ -118,7 +119,6 @@ def _suggest_now(
     ls: ScopecacheServer, doc: Document, position: PositionLike, *, automatic: bool, method: str
 ) -> Found | None | Pending[Found | None]:
     ctx = ls.doc_context(doc, position)
-    ls.heat.record_line(automatic=automatic, line_prefix=ctx.line_prefix)
     uri, version = doc.uri, doc.version
 
     def still_current() -> bool:
@@ -141,8 +141,10 @@ def _suggest_now(
         uri, ctx, still_current=still_current, method=method, line_done=line_done
     )
     if isinstance(answer, Pending):
+        ls.heat.record_line(automatic=automatic, line_prefix=ctx.line_prefix)
         return Pending(_served_later(ls, doc, version, ctx, answer, started))
-    return _served(ls, doc, version, ctx, answer, started)
+    # answered at once: the request's heat (nothing the answer reads) is noted after it
+    return _served(ls, doc, version, ctx, answer, started, automatic=automatic)
 
 
 async def _served_later(
@@ -167,9 +169,16 @@ def _served(
     ctx: SyntaxContext,
     suggestion: Suggestion | None,
     started: float,
+    *,
+    automatic: bool | None = None,
 ) -> Found | None:
-    """Remember what goes out, show it to the acceptance ledger, schedule its prefetch."""
+    """Remember what goes out, show it to the acceptance ledger, schedule its prefetch.
+
+    ``automatic`` is the request's, when its context heat is still to be noted.
+    """
     if suggestion is None:
+        if automatic is not None:
+            ls.heat.record_line(automatic=automatic, line_prefix=ctx.line_prefix)
         return None
     latency_ms = (time.perf_counter() - started) * 1000.0
     if suggestion.text and ls.speculator.settings.enabled and ls.backend is not None:
@@ -179,10 +188,26 @@ def _served(
         )
     uri, text, source = doc.uri, suggestion.text, suggestion.source
     item_id = ls.served.remember(ServedItem(uri, ctx.line, ctx.character, text, source))
-    _after_the_answer(ls.accepts.shown, item_id, uri, ctx, text, source, latency_ms)
+    _after_the_answer(_after_served, ls, automatic, item_id, uri, ctx, text, source, latency_ms)
     if ls.recorder is not None:
         ls.recorder.shown(item_id, uri, ctx, text, source, latency_ms)
     return suggestion, item_id, ctx
+
+
+def _after_served(
+    ls: ScopecacheServer,
+    automatic: bool | None,
+    item_id: str,
+    uri: str,
+    ctx: SyntaxContext,
+    text: str,
+    source: str,
+    latency_ms: float,
+) -> None:
+    """What follows a suggestion's answer: the ledger's record of it, the request's heat."""
+    ls.accepts.shown(item_id, uri, ctx, text, source, latency_ms)
+    if automatic is not None:
+        ls.heat.record_line(automatic=automatic, line_prefix=ctx.line_prefix)
 
 
 def _after_the_answer(callback: Callable[..., None], *args: Any) -> None:
