@@ -131,10 +131,13 @@ class TextBuffer:
 
     def line_end(self, line: int) -> int:
         """Byte offset where ``line``'s content ends, before its terminator."""
-        if line + 1 >= len(self._starts):
+        starts = self._starts
+        if line + 1 >= len(starts):
             return len(self.data)
-        end = self.line_start(line + 1)
-        start = self.line_start(line)
+        # ``line_start`` of the line and the next, inline: a keystroke's context asks often
+        shift, shift_from = self._shift, self._shift_from
+        start = starts[line] + shift if line >= shift_from else starts[line]
+        end = starts[line + 1] + shift if line + 1 >= shift_from else starts[line + 1]
         data = self.data
         if end - 2 >= start and data[end - 1] == 0x0A and data[end - 2] == 0x0D:
             return end - 2

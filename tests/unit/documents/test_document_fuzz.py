@@ -197,6 +197,14 @@ class DocumentSync(RuleBasedStateMachine):
         data = self.model.encode("utf-8")
         assert bytes(doc.data) == data
         assert doc.line_count == len(self.line_starts())
+        # every line's bounds, read through the index's pending shift
+        lines = LINE_BREAK.split(self.model)
+        start = 0
+        breaks = [*LINE_BREAK.findall(self.model), ""]
+        for line, (text, brk) in enumerate(zip(lines, breaks, strict=True)):
+            end = start + len(text.encode("utf-8"))
+            assert (doc.buffer.line_start(line), doc.buffer.line_end(line)) == (start, end)
+            start = end + len(brk)
         if "\0" in self.model:
             assert doc.tree is None
             return
