@@ -139,17 +139,13 @@ class HybridCache(PolicyCache[K, V]):
     # -- mapping ---------------------------------------------------------------------
 
     def __getitem__(self, key: K) -> V:
-        # the hit path of every keystroke: one history lookup decides the region
+        # one history lookup decides the region
         hist = self._refs.get(key)
         if hist is None and key not in self._hot.records:
             return self.__missing__(key)
         if self._deadlines is not None and self._is_expired(key):
             return self._expire(key)
-        if hist is None:
-            self._hot.reference(key)
-        else:
-            self._reference_arc(key, hist)
-        return Cache.__getitem__(self, key)
+        return self._use(key, hist)
 
     def get(self, key: K, default: Any = None) -> Any:
         """``self[key]`` (a use) when ``key`` is held and live, else ``default``.
@@ -165,6 +161,10 @@ class HybridCache(PolicyCache[K, V]):
             return default
         if self._deadlines is not None and self._is_expired(key):
             return default
+        return self._use(key, hist)
+
+    def _use(self, key: K, hist: list[int] | None) -> V:
+        """A reference to a held key (``hist``: its ARC history, None in the LRU-K region)."""
         if hist is None:
             self._hot.reference(key)
         else:
