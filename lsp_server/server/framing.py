@@ -22,16 +22,19 @@ instead:
 Structuring the message and answering its request are the protocol's job
 (``ScopecacheProtocol.receive``).
 
-Stdin is read on the event loop itself when it is a pipe or a socket
-(``PipeLineReader``, chosen by ``open_line_reader``): pygls (and
-``BoundedStdinReader``) read it with blocking calls in a worker thread,
-four thread-pool round trips per message, each costing more than answering
-a cache hit on a loaded machine. Under every editor stdin is a pipe or a
-socket, so the bytes of a message arrive with one ``epoll`` wake-up and are
-parsed without leaving the loop. ``open_line_reader`` falls back to the
-thread reader for anything else (a terminal, a regular file, an in-memory
-stream) and when stdin and stdout share one open file (making stdin
-non-blocking would make stdout writes fail with ``BlockingIOError``).
+Frames are cut from the bytes by ``FrameDecoder``, which does no I/O: it is
+fed whatever a read returned and hands out each completed body. Stdin is
+read by the event loop itself when it is a pipe or a socket
+(``FrameProtocol``, chosen by ``read_stream``), and each frame a read
+completes is dispatched in the same callback: a request is answered in the
+loop iteration that read it, with no reader task to wake. pygls reads stdin
+with blocking calls in a worker thread, four thread-pool round trips per
+message, each costing more than answering a cache hit on a loaded machine.
+Under every editor stdin is a pipe or a socket. ``read_stream`` falls back
+to reading pieces in a worker thread for anything else (a terminal, a
+regular file, an in-memory stream) and when stdin and stdout share one open
+file (making stdin non-blocking would make stdout writes fail with
+``BlockingIOError``); a TCP connection is read in pieces on the loop.
 """
 
 from __future__ import annotations
@@ -44,8 +47,10 @@ import re
 import stat
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, cast
+from functools import partial
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, Protocol, cast
 
 from pygls.io_ import StdoutWriter
 
@@ -65,6 +70,8 @@ INVALID_REQUEST = -32600
 # Anchored at the end of the line, not the start: after a wrong length the
 # next header often arrives glued to the leftover of the previous body.
 _CONTENT_LENGTH = re.compile(rb"content-length:[ \t]*([^\r\n]*?)[ \t]*\r?\n$", re.IGNORECASE)
+#: the most a worker thread (or a TCP connection) reads at once
+CHUNK = 256 * 1024
 #: bytes of an unfinished line kept so a header split across two pieces is still found
 _CARRY = 64
 _CANONICAL_PREFIX = b"Content-Length: "
@@ -80,83 +87,157 @@ class FrameSink(Protocol):
         """Answer with a JSON-RPC error (``msg_id`` None: ``"id": null``)."""
 
 
-class LineReader(Protocol):
-    """The reader interface: bounded lines and exact reads."""
+class FrameError(NamedTuple):
+    """Input that is not a frame, answered with a JSON-RPC error (``"id": null``)."""
 
-    async def readline(self) -> bytes:
-        """At most ``MAX_HEADER_LINE`` bytes, up to and including a newline."""
-
-    async def readexactly(self, n: int) -> bytes:
-        """``n`` bytes, fewer only at end of input."""
+    code: int
+    message: str
 
 
-class BoundedStdinReader:
-    """Reads a blocking binary stream in a worker thread, lines bounded in length."""
+class FrameDecoder:
+    """Splits a byte stream, fed in pieces of any size, into frame bodies; no I/O.
 
-    def __init__(self, stream: BinaryIO, executor: Executor | None = None) -> None:
-        self.stream = stream
-        self.executor = executor
-
-    async def readline(self) -> bytes:
-        """One line, or the next ``MAX_HEADER_LINE`` bytes of a longer one."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, self.stream.readline, MAX_HEADER_LINE)
-
-    async def readexactly(self, n: int) -> bytes:
-        """``n`` bytes (fewer at end of input)."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, self.stream.read, n)
-
-
-class BoundedStreamReader:
-    """Reads an asyncio stream (a TCP connection), lines bounded in length.
-
-    The stream must be opened with ``limit=MAX_HEADER_LINE``: a longer line
-    is then handed out in pieces of at most that size, never buffered whole.
+    ``feed`` returns, in input order, each complete body and a
+    ``FrameError`` for each header block that cannot frame one. Header
+    lines are taken one at a time, at most ``MAX_HEADER_LINE`` bytes: a
+    longer line is taken in pieces of that size (its last ``_CARRY`` bytes
+    kept, so a ``Content-Length`` split between two pieces is still found),
+    so what waits for more input between calls is a body being read or
+    less than one header line.
     """
 
-    def __init__(self, stream: asyncio.StreamReader) -> None:
-        self.stream = stream
+    def __init__(self) -> None:
+        self._pending = bytearray()
+        #: the header block's usable length; None before one (or after trouble)
+        self._length: int | None = None
+        #: what to answer at the end of a header block without a usable length
+        self._trouble: FrameError | None = None
+        #: the end of the last piece of an unfinished line
+        self._carry = b""
+        #: the header block has ended: ``_length`` bytes of body follow
+        self._in_body = False
 
-    async def readline(self) -> bytes:
-        """One line, or the next ``MAX_HEADER_LINE`` bytes of a longer one."""
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet handed out (a body's, or part of a header line)."""
+        return len(self._pending)
+
+    def feed(self, data: bytes) -> list[bytes | FrameError]:
+        """The bodies and errors that ``data`` completes, in order."""
+        pending = self._pending
+        pending += data
+        out: list[bytes | FrameError] = []
+        at = 0
+        while True:
+            if self._in_body:
+                length = self._length or 0
+                if len(pending) - at < length:
+                    break
+                out.append(bytes(pending[at : at + length]))
+                at += length
+                self._in_body, self._length = False, None
+                continue
+            newline = pending.find(b"\n", at, at + MAX_HEADER_LINE)
+            if newline >= 0:
+                end = newline + 1
+            elif len(pending) - at >= MAX_HEADER_LINE:
+                end = at + MAX_HEADER_LINE  # no newline within the bound: a piece
+            else:
+                break  # less than a line: wait for more
+            error = self._header_line(bytes(pending[at:end]))
+            at = end
+            if error is not None:
+                out.append(error)
+        del pending[:at]
+        return out
+
+    def _header_line(self, line: bytes) -> FrameError | None:
+        """Take one header line (or piece of one); an error when it ends an unusable block."""
+        if not self._carry:
+            if line == b"\r\n" and self._length is not None:
+                self._in_body = True  # the blank line after a well-formed header block
+                return None
+            canonical = _canonical_length(line)
+            if canonical is not None:
+                self._length, self._trouble = canonical, None
+                return None
+        match = _CONTENT_LENGTH.search(self._carry + line)
+        self._carry = b"" if line.endswith(b"\n") else line[-_CARRY:]
+        if match is not None:
+            self._length, self._trouble = _declared_length(match.group(1))
+            return None
+        if line.strip():
+            # Another header (Content-Type), or junk: skipped; junk where a
+            # header block should start earns a parse error at its blank line.
+            if self._length is None and self._trouble is None:
+                self._trouble = FrameError(
+                    PARSE_ERROR, "Parse error: header block without Content-Length"
+                )
+            return None
+        if self._length is None:
+            # End of a header block without a usable length: the body that
+            # follows is skipped line by line until the next header.
+            trouble, self._trouble = self._trouble, None
+            return trouble
+        self._in_body = True
+        return None
+
+
+def _declared_length(value: bytes) -> tuple[int | None, FrameError | None]:
+    """A ``Content-Length`` value as a usable length, or the trouble with it."""
+    if not value.isdigit():
+        return None, FrameError(PARSE_ERROR, f"Content-Length is not a number: {value[:40]!r}")
+    if int(value) > MAX_MESSAGE_BYTES:
+        return None, FrameError(INVALID_REQUEST, f"message too large: {int(value)} bytes")
+    return int(value), None
+
+
+def deliver(sink: FrameSink, frames: list[bytes | FrameError]) -> None:
+    """Hand decoded frames on in order; one bad message never ends the session."""
+    for frame in frames:
         try:
-            return await self.stream.readuntil(b"\n")
-        except asyncio.IncompleteReadError as exc:
-            return exc.partial  # end of input inside a line
-        except asyncio.LimitOverrunError as exc:
-            return await self.stream.read(max(1, min(exc.consumed, MAX_HEADER_LINE)))
-
-    async def readexactly(self, n: int) -> bytes:
-        """``n`` bytes (fewer at end of input)."""
-        try:
-            return await self.stream.readexactly(n)
-        except asyncio.IncompleteReadError as exc:
-            return exc.partial
+            if isinstance(frame, FrameError):
+                logger.warning("unusable frame: %s", frame.message)
+                sink.send_error(None, frame.code, frame.message)
+            else:
+                dispatch_body(sink, frame)
+        except Exception:
+            logger.exception("unable to handle a message")
 
 
-class PipeLineReader:
-    """A ``LineReader`` over an ``asyncio.StreamReader`` fed by the loop."""
+class FrameProtocol(asyncio.Protocol):
+    """Frames from a pipe or socket the event loop reads, handed on as they complete.
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        self._reader = reader
+    The loop calls ``data_received`` with what one ``read`` returned; each
+    frame it completes is dispatched in that call, so a request is answered
+    in the loop iteration that read it.
+    """
 
-    async def readline(self) -> bytes:
-        """One line, or the next ``MAX_HEADER_LINE`` bytes of a longer one."""
-        try:
-            return await self._reader.readuntil(b"\n")
-        except asyncio.LimitOverrunError:
-            # No newline within the limit: hand out a bounded piece, like the thread reader.
-            return await self._reader.read(MAX_HEADER_LINE)
-        except asyncio.IncompleteReadError as exc:
-            return exc.partial  # end of input
+    def __init__(self, sink: FrameSink, stop_event: threading.Event) -> None:
+        self._sink = sink
+        self._stop_event = stop_event
+        self._decoder = FrameDecoder()
+        #: resolved at end of input or when the pipe fails
+        self.finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    async def readexactly(self, n: int) -> bytes:
-        """``n`` bytes (fewer at end of input)."""
-        try:
-            return await self._reader.readexactly(n)
-        except asyncio.IncompleteReadError as exc:
-            return exc.partial
+    def data_received(self, data: bytes) -> None:
+        """Dispatch the frames ``data`` completes (none once the server stops)."""
+        if not self._stop_event.is_set():
+            deliver(self._sink, self._decoder.feed(data))
+
+    def eof_received(self) -> None:
+        """End of input."""
+        self._finish()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The pipe is closed or failed."""
+        if exc is not None:
+            logger.error("reading stdin failed: %s", exc)
+        self._finish()
+
+    def _finish(self) -> None:
+        if not self.finished.done():
+            self.finished.set_result(None)
 
 
 def loop_readable(stream: BinaryIO, other: BinaryIO | None = None) -> bool:
@@ -181,20 +262,41 @@ def loop_readable(stream: BinaryIO, other: BinaryIO | None = None) -> bool:
     return True
 
 
-async def open_line_reader(
-    stream: BinaryIO, executor: Executor | None = None, *, stdout: BinaryIO | None = None
-) -> LineReader:
-    """The fastest safe reader for ``stream``: on the loop if it can be, else in a thread."""
+async def read_stream(
+    stream: BinaryIO,
+    sink: FrameSink,
+    stop_event: threading.Event,
+    executor: Executor | None = None,
+    *,
+    stdout: BinaryIO | None = None,
+) -> None:
+    """Hand the frames of ``stream`` to ``sink`` until end of input, the fastest safe way.
+
+    A pipe or socket is read by the event loop (``FrameProtocol``), anything
+    else in pieces by a worker thread (``read_frames``).
+    """
+    loop = asyncio.get_running_loop()
     if loop_readable(stream, stdout):
-        loop = asyncio.get_running_loop()
-        # The limit bounds a header line; bodies are read with readexactly, unbounded by it.
-        reader = asyncio.StreamReader(limit=MAX_HEADER_LINE, loop=loop)
-        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+        protocol = FrameProtocol(sink, stop_event)
         await loop.connect_read_pipe(lambda: protocol, stream)
         logger.debug("reading stdin on the event loop")
-        return PipeLineReader(reader)
+        await protocol.finished
+        return
     logger.debug("reading stdin in a worker thread")
-    return BoundedStdinReader(stream, executor)
+    read_some = getattr(stream, "read1", None) or stream.read
+    await read_frames(stop_event, partial(loop.run_in_executor, executor, read_some, CHUNK), sink)
+
+
+async def read_frames(
+    stop_event: threading.Event, read_chunk: Callable[[], Awaitable[bytes]], sink: FrameSink
+) -> None:
+    """Hand on the frames of the pieces ``read_chunk`` returns until it returns none."""
+    decoder = FrameDecoder()
+    while not stop_event.is_set():
+        chunk = await read_chunk()
+        if not chunk:
+            break
+        deliver(sink, decoder.feed(chunk))
 
 
 def dispatch_body(sink: FrameSink, body: bytes) -> None:
@@ -240,57 +342,6 @@ def valid_id(msg_id: Any) -> str | int | None:
     return None
 
 
-async def read_frames(stop_event: threading.Event, reader: LineReader, sink: FrameSink) -> None:
-    """Read frames until end of input or ``stop_event``; never gives up on bad input."""
-    length: int | None = None
-    trouble: tuple[int, str] | None = None  # what to answer for a header without a length
-    carry = b""
-    while not stop_event.is_set():
-        line = await reader.readline()
-        if not line:
-            break
-        if not carry and line == b"\r\n" and length is not None:
-            pass  # the blank line after a well-formed header block: its body follows
-        elif not carry and (canonical := _canonical_length(line)) is not None:
-            length, trouble = canonical, None
-            continue
-        else:
-            match = _CONTENT_LENGTH.search(carry + line)
-            carry = b"" if line.endswith(b"\n") else line[-_CARRY:]
-            if match is not None:
-                value = match.group(1)
-                length, trouble = None, None
-                if not value.isdigit():
-                    trouble = (PARSE_ERROR, f"Content-Length is not a number: {value[:40]!r}")
-                elif int(value) > MAX_MESSAGE_BYTES:
-                    trouble = (INVALID_REQUEST, f"message too large: {int(value)} bytes")
-                else:
-                    length = int(value)
-                continue
-            if line.strip():
-                # Another header (Content-Type), or junk: skipped; junk where a
-                # header block should start earns a parse error at its blank line.
-                if length is None and trouble is None:
-                    trouble = (PARSE_ERROR, "Parse error: header block without Content-Length")
-                continue
-            if length is None:
-                # End of a header block without a usable length: the body that
-                # follows is skipped line by line until the next header.
-                if trouble is not None:
-                    logger.warning("unusable frame: %s", trouble[1])
-                    sink.send_error(None, *trouble)
-                    trouble = None
-                continue
-        body = await reader.readexactly(length)
-        if len(body) < length:
-            break  # end of input inside a body
-        length = None
-        try:
-            dispatch_body(sink, body)
-        except Exception:  # one bad message must never end the session
-            logger.exception("unable to handle a message")
-
-
 class StdioWriter(StdoutWriter):
     """pygls's stdout writer, telling whether it was closed (``exit`` closes it)."""
 
@@ -320,8 +371,7 @@ def serve_stdio(
     sink: Any = server.protocol
 
     async def serve() -> None:
-        reader = await open_line_reader(stdin, server.thread_pool, stdout=stdout)
-        await read_frames(stop_event, reader, sink)
+        await read_stream(stdin, sink, stop_event, server.thread_pool, stdout=stdout)
 
     code = 0
     try:
@@ -383,13 +433,13 @@ async def _serve_one_client(
         server.protocol.set_writer(cast(Any, writer))
         sink: Any = server.protocol
         try:
-            await read_frames(stop_event, BoundedStreamReader(stream), sink)
+            await read_frames(stop_event, partial(stream.read, CHUNK), sink)
         except (ConnectionError, OSError) as exc:
             logger.error("connection to the client is lost (%s); shutting down", exc)
         finally:
             finished.set()
 
-    listener = await asyncio.start_server(on_connect, host, port, limit=MAX_HEADER_LINE)
+    listener = await asyncio.start_server(on_connect, host, port)
     for sock in listener.sockets:
         bound_host, bound_port = sock.getsockname()[:2]
         logger.info("listening on tcp %s:%d", bound_host, bound_port)

@@ -1,26 +1,31 @@
-"""The event-loop stdin reader: what it reads, and when it is (not) used."""
+"""The frame reader: how bytes become frames, and which reader reads stdin."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import os
+import random
 import socket
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lsp_server.server.framing import (
+    INVALID_REQUEST,
     MAX_HEADER_LINE,
-    BoundedStdinReader,
-    PipeLineReader,
+    PARSE_ERROR,
+    FrameDecoder,
+    FrameError,
+    deliver,
     loop_readable,
-    open_line_reader,
-    read_frames,
+    read_stream,
 )
+
+BODY = b'{"jsonrpc": "2.0", "method": "m"}'
 
 
 @pytest.fixture
@@ -41,19 +46,114 @@ def pipe() -> Iterator[tuple[io.BufferedReader, int]]:
 class Sink:
     """Collects what the frame reader hands on."""
 
-    def __init__(self) -> None:
+    def __init__(self, failing: str | None = None) -> None:
         self.messages: list[dict[str, Any]] = []
         self.errors: list[tuple[Any, int]] = []
+        self.failing = failing
 
     def receive(self, data: dict[str, Any]) -> None:
+        if data.get("method") == self.failing:
+            raise RuntimeError("a handler failed")
         self.messages.append(data)
 
     def send_error(self, msg_id: Any, code: int, message: str) -> None:
         self.errors.append((msg_id, code))
 
 
+class CountingExecutor(ThreadPoolExecutor):
+    """A thread pool that counts the work handed to it."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+        self.submitted = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.submitted += 1
+        return super().submit(fn, *args, **kwargs)
+
+
 def frame(body: bytes) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def hostile_stream() -> bytes:
+    """Well-formed frames among every kind of framing trouble a broken client writes."""
+    n = len(BODY)
+    return b"".join(
+        [
+            frame(BODY),
+            b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc\r\n\r\n" % n + BODY,
+            b"content-length:%d \r\n\r\n" % n + BODY,
+            b"Content-Length: %d\n\n" % n + BODY,
+            b"X-Junk: " + b"z" * (MAX_HEADER_LINE + 5) + b"Content-Length: %d\r\n\r\n" % n + BODY,
+            # the header straddles the bound of a line's first piece
+            b"X-Junk: " + b"z" * (MAX_HEADER_LINE - 13) + b"Content-Length: %d\r\n\r\n" % n + BODY,
+            b"Content-Length: 0%d\r\n\r\n" % n + BODY,
+            b"Content-Length: 99999999999\r\n\r\n" + BODY,  # refused, then skipped
+            frame(BODY),
+            b"Content-Length: ten\r\n\r\n",  # not a number
+            b"Content-Type: text/plain\r\n\r\n",  # no length at all
+            frame(b"not json"),
+            frame(BODY),
+        ]
+    )
+
+
+def decode(data: bytes, cuts: list[int]) -> list[bytes | FrameError]:
+    """Everything a decoder hands out for ``data`` fed in pieces cut at ``cuts``."""
+    decoder = FrameDecoder()
+    out: list[bytes | FrameError] = []
+    start = 0
+    for cut in [*sorted(cuts), len(data)]:
+        out.extend(decoder.feed(data[start:cut]))
+        start = cut
+    return out
+
+
+def test_header_spellings_and_troubles_frame_as_clients_mean_them() -> None:
+    out = decode(hostile_stream(), [])
+    assert [item for item in out if isinstance(item, bytes)] == [BODY] * 8 + [b"not json", BODY]
+    assert [item.code for item in out if isinstance(item, FrameError)] == [
+        INVALID_REQUEST,  # the length above the limit
+        PARSE_ERROR,  # the length that is not a number
+        PARSE_ERROR,  # the header block without a length
+    ]
+
+
+def test_how_the_input_is_cut_into_reads_changes_nothing() -> None:
+    data = hostile_stream()
+    whole = decode(data, [])
+    assert decode(data, list(range(1, len(data)))) == whole  # one byte per read
+    rng = random.Random(7)
+    for _ in range(20):
+        assert decode(data, rng.sample(range(1, len(data)), rng.randint(1, 40))) == whole
+
+
+def test_a_line_without_an_end_is_never_buffered_whole() -> None:
+    decoder = FrameDecoder()
+    for _ in range(64):
+        assert decoder.feed(b"x" * 10_000) == []
+        assert decoder.buffered < MAX_HEADER_LINE
+    assert decoder.feed(b"\r\n" + frame(BODY)) == [BODY]
+    assert decoder.buffered == 0
+
+
+def test_a_refused_length_skips_its_body_in_bounded_pieces() -> None:
+    decoder = FrameDecoder()
+    [refused] = decoder.feed(b"Content-Length: %d\r\n\r\n" % (1 << 40))
+    assert isinstance(refused, FrameError) and refused.code == INVALID_REQUEST
+    for _ in range(64):
+        assert decoder.feed(b"y" * 10_000) == []
+        assert decoder.buffered < MAX_HEADER_LINE
+    assert decoder.feed(b"\r\n" + frame(BODY)) == [BODY]
+
+
+def test_a_failing_message_does_not_stop_the_ones_after_it() -> None:
+    sink = Sink(failing="bad")
+    bad = b'{"jsonrpc": "2.0", "method": "bad"}'
+    deliver(sink, FrameDecoder().feed(frame(bad) + frame(b"[]") + frame(BODY)))
+    assert [m["method"] for m in sink.messages] == ["m"]
+    assert sink.errors == [(None, INVALID_REQUEST)]  # the batch
 
 
 def test_pipes_and_sockets_are_read_on_the_loop(pipe: tuple[io.BufferedReader, int]) -> None:
@@ -75,37 +175,10 @@ def test_files_memory_streams_and_shared_stdout_fall_back_to_the_thread(tmp_path
         assert not loop_readable(stdin, stdout)  # one open file: stdout must stay blocking
 
 
-async def test_open_line_reader_picks_the_loop_reader_for_a_pipe(
-    pipe: tuple[io.BufferedReader, int],
-) -> None:
-    reader, _ = pipe
-    assert isinstance(await open_line_reader(reader), PipeLineReader)
-    assert isinstance(await open_line_reader(io.BytesIO(b"")), BoundedStdinReader)
-
-
-async def test_lines_are_bounded_and_end_of_input_gives_the_rest(
+async def test_frames_from_a_pipe_reach_the_sink_in_order_without_a_thread(
     pipe: tuple[io.BufferedReader, int],
 ) -> None:
     reader, write_fd = pipe
-    line_reader = await open_line_reader(reader)
-    long_line = b"x" * (MAX_HEADER_LINE * 2 + 10) + b"\n"
-    os.write(write_fd, b"short\n" + long_line + b"tail")
-    os.close(write_fd)
-    assert await line_reader.readline() == b"short\n"
-    pieces = []
-    while not (piece := await line_reader.readline()).endswith(b"\n"):
-        assert 0 < len(piece) <= MAX_HEADER_LINE
-        pieces.append(piece)
-    assert b"".join(pieces) + piece == long_line
-    assert await line_reader.readexactly(10) == b"tail"
-    assert await line_reader.readline() == b""
-
-
-async def test_frames_from_a_pipe_reach_the_sink_in_order(
-    pipe: tuple[io.BufferedReader, int],
-) -> None:
-    reader, write_fd = pipe
-    line_reader = await open_line_reader(reader)
     bodies = [b'{"jsonrpc": "2.0", "method": "m%d"}' % i for i in range(50)]
     big = b'{"jsonrpc": "2.0", "method": "big", "params": "%s"}' % (b"y" * 300_000)
 
@@ -117,31 +190,24 @@ async def test_frames_from_a_pipe_reach_the_sink_in_order(
     writer = threading.Thread(target=write)  # a big body fills the pipe: write concurrently
     writer.start()
     sink = Sink()
-    await read_frames(threading.Event(), line_reader, sink)
+    with CountingExecutor() as executor:
+        await read_stream(reader, sink, threading.Event(), executor)
     writer.join()
+    assert executor.submitted == 0
     assert [m["method"] for m in sink.messages] == [f"m{i}" for i in range(50)] + ["big"]
     assert len(sink.messages[-1]["params"]) == 300_000
-    assert sink.errors == [(None, -32700)]
+    assert sink.errors == [(None, PARSE_ERROR)]
 
 
-async def test_header_spellings_and_split_headers_frame_alike() -> None:
-    stream = asyncio.StreamReader(limit=MAX_HEADER_LINE)
-    body = b'{"jsonrpc": "2.0", "method": "m"}'
-    n = len(body)
-    spellings = [
-        b"Content-Length: %d\r\n\r\n" % n,
-        b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc\r\n\r\n" % n,
-        b"content-length:%d \r\n\r\n" % n,
-        b"Content-Length: %d\n\n" % n,
-        b"X-Junk: " + b"z" * (MAX_HEADER_LINE + 5) + b"Content-Length: %d\r\n\r\n" % n,
-        b"Content-Length: 0%d\r\n\r\n" % n,
-    ]
-    for header in spellings:
-        stream.feed_data(header + body)
-    stream.feed_data(b"Content-Length: 99999999999\r\n\r\n" + body)  # refused, then skipped
-    stream.feed_data(b"Content-Length: %d\r\n\r\n" % n + body)
-    stream.feed_eof()
+async def test_other_streams_are_read_in_a_thread_to_the_same_frames() -> None:
     sink = Sink()
-    await read_frames(threading.Event(), PipeLineReader(stream), sink)
-    assert [m["method"] for m in sink.messages] == ["m"] * (len(spellings) + 1)
-    assert sink.errors == [(None, -32600)]
+    with CountingExecutor() as executor:
+        await read_stream(io.BytesIO(hostile_stream()), sink, threading.Event(), executor)
+    assert executor.submitted > 0
+    assert [m["method"] for m in sink.messages] == ["m"] * 9
+    assert [code for _, code in sink.errors] == [
+        INVALID_REQUEST,
+        PARSE_ERROR,
+        PARSE_ERROR,
+        PARSE_ERROR,  # the body that is not JSON
+    ]
