@@ -180,7 +180,8 @@ class ScopecacheProtocol(LanguageServerProtocol):
         )
         try:
             written = self.writer.write(header.encode() + body)
-            if inspect.isawaitable(written):
+            # None from a pipe's writer: no abstract-class check on the hit path
+            if written is not None and inspect.isawaitable(written):
                 asyncio.ensure_future(written)
         except BrokenPipeError:
             logger.exception("Error sending data. BrokenPipeError")
