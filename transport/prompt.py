@@ -194,8 +194,17 @@ def _cut_suffix(suffix: str, budget: int) -> str:
     return kept[: newline + 1] if newline > 0 else kept
 
 
-def fit_prompt(prefix: str, suffix: str, prefix_chars: int, suffix_chars: int) -> tuple[str, str]:
-    """Cut ``prefix`` and ``suffix`` to fit ``prefix_chars + suffix_chars`` characters."""
+def fit_prompt(
+    prefix: str, suffix: str, prefix_chars: int, suffix_chars: int, *, pooled: bool = True
+) -> tuple[str, str]:
+    """Cut ``prefix`` and ``suffix`` to fit ``prefix_chars + suffix_chars`` characters.
+
+    ``pooled``: a side shorter than its share leaves the rest to the other
+    side; otherwise each side is cut to its own share (a server that splits
+    its own budget that way would cut whatever went beyond it).
+    """
+    if not pooled:
+        return _cut_prefix(prefix, max(0, prefix_chars)), _cut_suffix(suffix, max(0, suffix_chars))
     total = max(0, prefix_chars) + max(0, suffix_chars)
     suffix_budget = min(len(suffix), max(0, suffix_chars), total)
     prefix_budget = total - suffix_budget

@@ -17,7 +17,9 @@ last event (llama.cpp's ``timings``, ``tokens_cached`` and
 ``eval_count``) and hands them to ``on_usage`` as a ``TokenUsage``.
 ``llamacpp`` keeps the prompt within the server's token limit (``/infill``
 cuts a longer one without saying so): the context the service reported, or
-``maxPromptTokens``, at the characters per token it measured.
+``maxPromptTokens``, split as ``/infill`` splits it (three quarters for the
+prefix), at the characters per token it measured or, when clearly lower, the
+rate the server's token counts show.
 
 An answer the service cut at the token limit ends with ``CUT_AT_LENGTH``:
 OpenAI's ``finish_reason: "length"``, llama.cpp's ``stop_type: "limit"`` (or
@@ -361,6 +363,11 @@ class LlamaCppProvider(Provider):
     HEADROOM = 0.9
     #: a prompt read as fewer than this share of the tokens it should take was cut
     CUT_RATIO = 0.6
+    #: the share of its batch ``/infill`` gives the prefix (the suffix gets the rest)
+    PREFIX_SHARE = 0.75
+    #: the characters per token the server's answers show replace the measured
+    #: ones only when this much lower: each change moves where the prompt is cut
+    RATE_STEP = 0.1
 
     def __init__(self, options: EndpointOptions, profile: ServiceProfile | None = None) -> None:
         super().__init__(options, profile)
@@ -368,6 +375,9 @@ class LlamaCppProvider(Provider):
         self.learned_limit = 0
         #: prompts the server read only part of
         self.prompts_cut = 0
+        #: characters per token of the prompts sent, as the server counted them
+        #: (0: none seen yet below the measured rate)
+        self.observed_chars_per_token = 0.0
         #: which slot each document's requests go to (``completion.slotPinning``)
         self.slot_plan = SlotPlan(
             profile.slots if options.slot_pinning and profile is not None else 0
@@ -400,7 +410,10 @@ class LlamaCppProvider(Provider):
         sent should take means it cut the prompt at its batch size.
         """
         expected = self.expected_tokens(body)
-        if usage.prompt <= 0 or expected < 64 or usage.prompt >= expected * self.CUT_RATIO:
+        if usage.prompt <= 0 or expected < 64:
+            return
+        self._note_rate(body, usage.prompt)
+        if usage.prompt >= expected * self.CUT_RATIO:
             return
         self.prompts_cut += 1
         learned = max(16, usage.prompt - 8)
@@ -413,24 +426,52 @@ class LlamaCppProvider(Provider):
             "larger -b, or set completion.maxPromptTokens)",
             self.options.origin, usage.prompt, int(expected), learned)
 
+    def _note_rate(self, body: dict[str, Any], read: int) -> None:
+        """Learn the characters per token of what was sent from the tokens the server read.
+
+        The rate measured at identification comes from a sample; a file
+        with shorter words takes more tokens. Only a rate clearly lower
+        counts (``RATE_STEP``), so the budget, and with it where the prompt
+        is cut, moves seldom. A prompt with other files' chunks is left
+        out: the server counts their tokens against another budget. A
+        prompt the server cut reads as a rate above the true one, never
+        below, so the next prompts still shrink towards what fits.
+        """
+        if body.get("input_extra"):
+            return
+        sent = sum(len(body.get(name, "")) for name in ("input_prefix", "input_suffix", "prompt"))
+        rate = sent / read
+        if rate < self.chars_per_token() * (1.0 - self.RATE_STEP):
+            self.observed_chars_per_token = rate
+            logger.info(
+                "llama.cpp at %s counts %.2f characters per token in these prompts; "
+                "prompts are sized at that rate now", self.options.origin, rate)
+
     def chars_per_token(self) -> float:
-        """The tokenizer's characters per token, as measured at identification."""
+        """The tokenizer's characters per token: measured at identification, or lower as seen."""
+        if self.observed_chars_per_token:
+            return self.observed_chars_per_token
         measured = self.profile.chars_per_token if self.profile is not None else 0.0
         return measured or self.FALLBACK_CHARS_PER_TOKEN
 
     def prompt(self, request: CompletionRequest) -> tuple[str, str]:
         """Prefix and suffix within the character budget and the server's token limit.
 
-        llama.cpp gives the prefix up to three quarters of the batch and the
-        suffix the rest; the split here is the same, so neither side is cut.
+        ``/infill`` keeps at most three quarters of its batch as prefix
+        tokens and the rest as suffix, whatever the other side leaves: it
+        cuts a longer prefix at its start, token by token. A prompt cut
+        there that is shorter than the one before (the real state after a
+        prefetch for a longer, predicted one) then starts earlier than what
+        the server's KV cache holds, and ``--cache-reuse`` cannot insert
+        tokens: the whole prompt is evaluated again. So each side is kept
+        within its own share here, never given what the other leaves.
         """
         budget = int(self.prompt_token_limit() * self.HEADROOM * self.chars_per_token())
-        prefix_chars = min(self.options.prefix_chars, budget * 3 // 4)
+        prefix_chars = min(self.options.prefix_chars, int(budget * self.PREFIX_SHARE))
         suffix_chars = min(self.options.suffix_chars, budget - prefix_chars)
-        if len(request.suffix) < suffix_chars:
-            # the suffix is short: the prefix may have what it leaves, up to its own setting
-            prefix_chars = min(self.options.prefix_chars, budget - len(request.suffix))
-        return fit_prompt(request.prefix, request.suffix, prefix_chars, suffix_chars)
+        return fit_prompt(
+            request.prefix, request.suffix, prefix_chars, suffix_chars, pooled=False
+        )
 
     @property
     def suffix_first(self) -> bool:

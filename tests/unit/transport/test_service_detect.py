@@ -9,6 +9,7 @@ from transport.backend import CompletionRequest
 from transport.options import EndpointOptions
 from transport.providers import (
     LlamaCppProvider,
+    TokenUsage,
     llamacpp_usage,
     ollama_usage,
     openai_usage,
@@ -99,6 +100,42 @@ def test_infill_prompt_stays_within_the_servers_token_limit() -> None:
     prefix, suffix = provider.prompt(CompletionRequest(prefix="x = 1\n" * 500, suffix="y\n" * 500))
     assert len(prefix) + len(suffix) <= 100 * 2
     assert prefix.endswith("x = 1\n") and suffix.startswith("y\n")
+
+
+def _llamacpp(max_prompt_tokens: int = 100, chars_per_token: float = 2.0) -> LlamaCppProvider:
+    options = EndpointOptions(endpoint="http://svc.test", provider="llamacpp",
+                              max_prompt_tokens=max_prompt_tokens, max_tokens=16)
+    profile = ServiceProfile(kind="llamacpp", path="/infill", context_tokens=4096,
+                             chars_per_token=chars_per_token)
+    return LlamaCppProvider(options, profile)
+
+
+def test_infill_prefix_keeps_to_its_three_quarters_whatever_the_suffix_leaves() -> None:
+    # /infill gives the prefix three quarters of its batch and cuts the rest at
+    # its start, token by token, even when the suffix is empty
+    provider = _llamacpp()
+    budget = int(100 * provider.HEADROOM * 2.0)
+    for suffix in ("", "y\n", "y\n" * 500):
+        prefix, kept = provider.prompt(CompletionRequest(prefix="x = 1\n" * 500, suffix=suffix))
+        assert 0 < len(prefix) <= budget * 3 // 4
+        assert prefix.endswith("x = 1\n")
+        assert len(kept) <= budget - budget * 3 // 4
+
+
+def test_a_rate_the_server_counts_clearly_lower_sizes_the_next_prompts() -> None:
+    provider = _llamacpp(chars_per_token=4.0)
+    body = {"input_prefix": "a" * 900, "input_suffix": "b" * 100}
+    provider.observe(body, TokenUsage(prompt=250))  # 4.0 as measured: nothing learnt
+    assert provider.chars_per_token() == 4.0
+    provider.observe(body, TokenUsage(prompt=400))  # 2.5: clearly lower
+    assert provider.chars_per_token() == 2.5
+    provider.observe(body, TokenUsage(prompt=420))  # within a tenth of it: kept
+    assert provider.chars_per_token() == 2.5
+    extra = {**body, "input_extra": [{"filename": "b.py", "text": "c" * 50}]}
+    provider.observe(extra, TokenUsage(prompt=900))  # other files' tokens count elsewhere
+    assert provider.chars_per_token() == 2.5
+    prefix, _ = provider.prompt(CompletionRequest(prefix="x = 1\n" * 500, suffix=""))
+    assert len(prefix) <= int(100 * provider.HEADROOM * 2.5) * 3 // 4
 
 
 def test_ollama_request_carries_keep_alive() -> None:
