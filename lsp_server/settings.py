@@ -163,8 +163,9 @@ class CompletionSettings:
     multiline: bool = True
     #: also offer list completion to clients that show ghost text (read at initialize)
     list_alongside_inline: bool = False
-    #: prompt token limit where the service does not tell one (llama.cpp's -b)
-    max_prompt_tokens: int = 2048
+    #: prompt token limit where the service does not tell one (llama.cpp's -b;
+    #: 1024 in its code-completion presets, 2048 by default)
+    max_prompt_tokens: int = 1024
     #: llama.cpp with several slots: keep each document's requests on one
     #: slot (``id_slot``) and send speculative prefetches to another
     slot_pinning: bool = False

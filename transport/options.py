@@ -43,8 +43,10 @@ DEFAULT_TEMPERATURE = 0.0
 DEFAULT_PREFIX_CHARS = 4000
 DEFAULT_SUFFIX_CHARS = 1000
 DEFAULT_REFRESH_AT = 0.8
-#: llama-server's default batch size (``-b``): ``/infill`` cuts a longer prompt
-DEFAULT_MAX_PROMPT_TOKENS = 2048
+#: the batch size (``-b``) of llama-server's code-completion presets (``--fim-qwen-*``,
+#: what llama.vim and llama.vscode start); ``/infill`` cuts a longer prompt. Its
+#: default is 2048: a prompt sized for 1024 fits that too
+DEFAULT_MAX_PROMPT_TOKENS = 1024
 #: how long Ollama keeps the model loaded after a request
 DEFAULT_KEEP_ALIVE = "30m"
 #: consecutive failures that open the circuit breaker

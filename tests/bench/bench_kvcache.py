@@ -86,6 +86,10 @@ MAX_TOKENS = 4
 #: the server's batch: /infill keeps 3/4 of it for the prefix, 1/4 for the
 #: suffix, and what the slot's context leaves beyond the batch for input_extra
 BATCH_TOKENS = 2048
+#: the client's token limit: high enough that it never cuts a row's prompt
+#: itself (it gives the prefix 3/4 of 90% of the limit, about 1,730 characters
+#: here), while the prompts stay within what the server keeps
+MAX_PROMPT_TOKENS = 2560
 #: the tiny model's width: narrow, so a full prefill per request stays affordable
 EMBEDDING = 128
 #: one request per this many of the typist's (a miss goes upstream after a
@@ -214,6 +218,7 @@ def _settings(window: str, cross_file: bool, speculation: str = "") -> dict[str,
             "suffixChars": SUFFIX_CHARS,
             "psmSuffixChars": PSM_SUFFIX_CHARS,
             "maxTokens": MAX_TOKENS,
+            "maxPromptTokens": MAX_PROMPT_TOKENS,
             "slotPinning": speculation == "pinned",
             **(SUFFIX_FIRST if window == "anchored+spm" else {}),
         },

@@ -38,6 +38,8 @@ def settings(
             "prefixChars": 1200,
             "suffixChars": 300,
             "maxTokens": 2,
+            # the server's batch: prompts are sized for it, not for the presets' 1024
+            "maxPromptTokens": BATCH,
             **(completion or {}),
         },
         "context": {"crossFile": cross_file, "maxChars": 600},
