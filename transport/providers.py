@@ -143,6 +143,11 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
+def _prompt_chars(body: dict[str, Any]) -> int:
+    """Characters of prompt text in a llama.cpp request body (other files' chunks aside)."""
+    return sum(len(body.get(name, "")) for name in ("input_prefix", "input_suffix", "prompt"))
+
+
 def llamacpp_usage(chunk: dict[str, Any]) -> TokenUsage | None:
     """``timings`` (``prompt_n``, ``cache_n``, ``predicted_n``) and ``tokens_evaluated``."""
     timings = chunk.get("timings")
@@ -400,8 +405,7 @@ class LlamaCppProvider(Provider):
 
     def expected_tokens(self, body: dict[str, Any]) -> int:
         """About how many tokens the prompt of ``body`` takes, at the measured rate."""
-        sent = sum(len(body.get(name, "")) for name in ("input_prefix", "input_suffix", "prompt"))
-        return int(sent / self.chars_per_token())
+        return int(_prompt_chars(body) / self.chars_per_token())
 
     def observe(self, body: dict[str, Any], usage: TokenUsage) -> None:
         """Notice a prompt the server cut, and keep the next ones within what it kept.
@@ -439,8 +443,7 @@ class LlamaCppProvider(Provider):
         """
         if body.get("input_extra"):
             return
-        sent = sum(len(body.get(name, "")) for name in ("input_prefix", "input_suffix", "prompt"))
-        rate = sent / read
+        rate = _prompt_chars(body) / read
         if rate < self.chars_per_token() * (1.0 - self.RATE_STEP):
             self.observed_chars_per_token = rate
             logger.info(
@@ -463,14 +466,16 @@ class LlamaCppProvider(Provider):
         there that is shorter than the one before (the real state after a
         prefetch for a longer, predicted one) then starts earlier than what
         the server's KV cache holds, and ``--cache-reuse`` cannot insert
-        tokens: the whole prompt is evaluated again. So each side is kept
-        within its own share here, never given what the other leaves.
+        tokens: the whole prompt is evaluated again. So for ``/infill`` each
+        side is kept within its own share, never given what the other
+        leaves; a suffix-first prompt to ``/completion``, which the server
+        does not split, may give the prefix what a short suffix leaves.
         """
         budget = int(self.prompt_token_limit() * self.HEADROOM * self.chars_per_token())
         prefix_chars = min(self.options.prefix_chars, int(budget * self.PREFIX_SHARE))
         suffix_chars = min(self.options.suffix_chars, budget - prefix_chars)
         return fit_prompt(
-            request.prefix, request.suffix, prefix_chars, suffix_chars, pooled=False
+            request.prefix, request.suffix, prefix_chars, suffix_chars, pooled=self.suffix_first
         )
 
     @property

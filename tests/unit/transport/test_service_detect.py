@@ -122,6 +122,20 @@ def test_infill_prefix_keeps_to_its_three_quarters_whatever_the_suffix_leaves() 
         assert len(kept) <= budget - budget * 3 // 4
 
 
+def test_a_suffix_first_prompt_gives_the_prefix_what_a_short_suffix_leaves() -> None:
+    # /completion does not split the prompt: only /infill's split is kept to
+    options = EndpointOptions(endpoint="http://svc.test", provider="llamacpp",
+                              max_prompt_tokens=100, max_tokens=16, fim_order="spm",
+                              fim_template="codellama")
+    profile = ServiceProfile(kind="llamacpp", path="/infill", context_tokens=4096,
+                             chars_per_token=2.0)
+    provider = LlamaCppProvider(options, profile)
+    assert provider.suffix_first
+    budget = int(100 * provider.HEADROOM * 2.0)
+    prefix, _ = provider.prompt(CompletionRequest(prefix="x = 1\n" * 500, suffix=""))
+    assert budget * 3 // 4 < len(prefix) <= budget
+
+
 def test_a_rate_the_server_counts_clearly_lower_sizes_the_next_prompts() -> None:
     provider = _llamacpp(chars_per_token=4.0)
     body = {"input_prefix": "a" * 900, "input_suffix": "b" * 100}
