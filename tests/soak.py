@@ -48,6 +48,9 @@ class Sample:
     cache_size: int
     p50_ms: float
     p95_ms: float
+    #: the cycle collector's full passes so far, and the longest of them
+    gc_full_passes: int
+    gc_longest_ms: float
 
 
 def rss_mb(pid: int) -> float:
@@ -107,6 +110,8 @@ async def soak(minutes: float, capacity: int, console: Console) -> list[Sample]:
                     cache_size=int(stats["cache"]["size"]),
                     p50_ms=round(percentile(latencies, 50), 2),
                     p95_ms=round(percentile(latencies, 95), 2),
+                    gc_full_passes=int(stats["gc"]["fullPasses"]),
+                    gc_longest_ms=float(stats["gc"]["fullPauseMs"]["max"]),
                 )
                 samples.append(sample)
                 console.log(
@@ -141,6 +146,8 @@ def verdict(samples: list[Sample], max_growth_mb: float) -> dict[str, Any]:
         "p50EarlyMs": early,
         "p50LateMs": late,
         "latencyDrift": round(late / early, 3) if early > 0 else None,
+        "gcFullPasses": samples[-1].gc_full_passes,
+        "gcLongestMs": max(s.gc_longest_ms for s in samples),
         "ok": errors == 0 and peak - baseline <= max_growth_mb,
     }
 
@@ -148,7 +155,11 @@ def verdict(samples: list[Sample], max_growth_mb: float) -> dict[str, Any]:
 def table(samples: list[Sample], summary: dict[str, Any]) -> Table:
     """Rounds (at most 20 rows, evenly spread) and the verdict."""
     out = Table(title="scopecache soak")
-    for name in ("round", "elapsed s", "requests", "errors", "RSS MB", "cache", "p50 ms", "p95 ms"):
+    columns = (
+        "round", "elapsed s", "requests", "errors", "RSS MB", "cache", "p50 ms", "p95 ms",
+        "full GCs", "longest GC ms",
+    )  # fmt: skip
+    for name in columns:
         out.add_column(name, justify="right")
     step = max(1, len(samples) // 20)
     shown = samples[::step]
@@ -158,6 +169,7 @@ def table(samples: list[Sample], summary: dict[str, Any]) -> Table:
         out.add_row(
             str(s.round), f"{s.elapsed_s:.0f}", str(s.requests), str(s.errors),
             f"{s.rss_mb:.1f}", str(s.cache_size), f"{s.p50_ms:.2f}", f"{s.p95_ms:.2f}",
+            str(s.gc_full_passes), f"{s.gc_longest_ms:.1f}",
         )
     out.caption = (
         f"RSS {summary.get('rssFirstMb')} -> {summary.get('rssLastMb')} MB "

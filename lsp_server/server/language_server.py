@@ -30,6 +30,7 @@ from lsp_server.documents.document import Document
 from lsp_server.documents.positions import PositionLike
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, completion_context
+from lsp_server.observe.collector import CollectorPauses
 from lsp_server.observe.endpoint import MetricsEndpoint
 from lsp_server.observe.hints import DEFAULT_WINDOW as HINT_WINDOW
 from lsp_server.observe.hints import diagnose, signal_values
@@ -39,6 +40,7 @@ from lsp_server.server import assembly
 from lsp_server.server.accepts import AcceptWatch
 from lsp_server.server.endpoint_retry import EndpointRetry
 from lsp_server.server.first_use import rehearse_exclusion, rehearse_protocol
+from lsp_server.server.heap import settle_heap
 from lsp_server.server.l2_link import L2Link
 from lsp_server.server.protocol import ScopecacheProtocol
 from lsp_server.server.recorder import TraceRecorder
@@ -91,6 +93,13 @@ class ScopecacheServer(LanguageServer):
         self.settings = self.base_settings
         self.stats = ServerStats()
         self.metrics = MetricsRegistry()
+        #: the cycle collector's full passes, timed from the end of start-up to shutdown
+        self.collector = CollectorPauses()
+        #: set by ``scopecache serve``: the process is the server's own, so its
+        #: start-up objects are frozen out of the collector's passes
+        #: (``lsp_server.server.heap``); a host that embeds the server leaves it off
+        self.owns_process = False
+        self._end_of_start_up: asyncio.Handle | None = None
         self.metrics_endpoint: MetricsEndpoint | None = None
         self.notifier = UserNotifier(self.window_show_message)
         self.documents = DocumentStore(max_parse_bytes=self.settings.max_parse_bytes)
@@ -288,13 +297,20 @@ class ScopecacheServer(LanguageServer):
         self.l2_link.start()
         self._sync_metrics_endpoint(self.settings)
         # CPU work, queued behind the warm-ups' first steps (they wait on I/O).
-        asyncio.get_running_loop().call_soon(self._rehearse_first_use)
+        self._end_of_start_up = asyncio.get_running_loop().call_soon(self._finish_start_up)
 
-    def _rehearse_first_use(self) -> None:
-        """Pay one-time costs now rather than on the first completion (``first_use``)."""
+    def _finish_start_up(self) -> None:
+        """Pay one-time costs now rather than on the first completion (``first_use``).
+
+        Then settle the heap if the process is ours (``heap``) and start
+        timing the collector's full passes.
+        """
         if isinstance(self.protocol, ScopecacheProtocol):
             rehearse_protocol(self.protocol)
         rehearse_exclusion(self.settings.exclude)
+        if self.owns_process:
+            settle_heap()
+        self.collector.install()
 
     def _sync_metrics_endpoint(self, settings: Settings) -> None:
         signature = (settings.metrics_host, settings.metrics_port)
@@ -333,6 +349,9 @@ class ScopecacheServer(LanguageServer):
         """Cancel streams and release connections (shutdown)."""
         self.inflight.cancel_all()
         self.accepts.close()
+        if self._end_of_start_up is not None:
+            self._end_of_start_up.cancel()
+        self.collector.uninstall()
         if self.backend is not None:
             await self.backend.aclose()
         # Answers fetched just before the editor closed are still on their way
@@ -430,6 +449,7 @@ class ScopecacheServer(LanguageServer):
         snapshot["problems"] = self.notifier.active()
         snapshot["pool"] = pool_state(self.backend, self.settings.transport.max_connections)
         snapshot["metrics"] = self.metrics.snapshot()
+        snapshot["gc"] = self.collector.snapshot()
         if self.metrics.sample_due():
             self.metrics.add_sample(signal_values(snapshot))
         snapshot["hints"] = diagnose(self.metrics.window(HINT_WINDOW))

@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if args.metrics_port is not None:
         settings.metrics_port = args.metrics_port
     server = create_server(settings)
+    server.owns_process = True
     if forwarder is not None:
         forwarder.attach(server)
     if problems:

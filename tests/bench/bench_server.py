@@ -7,7 +7,11 @@
   plus the floor's LSP round trip;
 * cold start: the first completion after ``initialize`` (DNS prefetch and
   pre-connect done in the background) vs a warm one, each after the same pause;
-* memory: server RSS with 20 open 5,000-line files and a full L1.
+* memory: server RSS with 20 open 5,000-line files and a full L1;
+* collector pause: a full pass of the cycle collector in a working server
+  whose start-up objects were frozen, as ``scopecache serve`` freezes them
+  (``lsp_server.server.heap``), vs one whose were not (``settle_probe``,
+  each in a process of its own).
 
 Run: ``.venv/bin/python -m tests.bench.bench_server [--quick]``.
 """
@@ -15,6 +19,7 @@ Run: ``.venv/bin/python -m tests.bench.bench_server [--quick]``.
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 import sys
 import time
@@ -136,7 +141,30 @@ async def _measure(quick: bool) -> list[dict[str, Any]]:
         )
         rows.extend(await _cold_start(svc, 3 if quick else 8))
         rows.append(await _memory(svc, quick))
+    rows.append(await _collector_pause())
     return rows
+
+
+async def _settle_probe(*args: str) -> dict[str, Any]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.bench.settle_probe", *args, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"settle_probe {' '.join(args)} exited with {proc.returncode}")
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+async def _collector_pause() -> dict[str, Any]:
+    plain = await _settle_probe()
+    settled = await _settle_probe("--settle")
+    return _row(
+        "full collector pass, settled heap vs not (samples open, their L1 answers)",
+        settled["fullPassMs"],
+        plain["fullPassMs"],
+        "ms",
+    )
 
 
 def _corpus_file() -> Path:

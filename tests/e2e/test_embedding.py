@@ -28,6 +28,8 @@ async def test_embedding_example_answers_from_its_backend_then_from_cache() -> N
         stats = await server.stats()
         assert stats["served"]["upstream"] == 1
         assert stats["served"]["exact"] == 1
+        # the host's process is not ours: its collector is left as it was
+        assert stats["gc"]["frozen"] == 0
 
 
 def test_create_server_takes_settings_backend_and_store() -> None:
