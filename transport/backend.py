@@ -158,6 +158,14 @@ class CompletionBackend(ABC):
         """
         return REMOTE_SERVICE
 
+    def prompt_prefix_chars(self) -> int | None:
+        """The most prefix characters a request sends (None: all of them).
+
+        A longer prefix is cut at its start, in steps of the backend's own;
+        a prompt window that fits this keeps its start where it put it.
+        """
+        return None
+
 
 Answer = Callable[[CompletionRequest], str]
 

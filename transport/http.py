@@ -247,6 +247,10 @@ class HttpCompletionBackend(CompletionBackend):
             answer["promptsCutByServer"] = self._provider.prompts_cut
         return answer
 
+    def prompt_prefix_chars(self) -> int | None:
+        """The provider's prefix budget: the settings', or llama.cpp's share of its token limit."""
+        return self._provider.prefix_budget()
+
     def cost(self) -> ServiceCost:
         """The identified service's cost model, else the configured provider's."""
         kind = self.profile.kind if self.profile is not None else self.options.provider

@@ -237,6 +237,14 @@ class Provider(ABC):
             request.prefix, request.suffix, self.options.prefix_chars, self.options.suffix_chars
         )
 
+    def prefix_budget(self) -> int:
+        """The most prefix characters ``prompt`` keeps whatever the suffix.
+
+        A prefix that fits is sent whole, starting where the caller's
+        prompt window put it; a longer one is cut at its start.
+        """
+        return self.options.prefix_chars
+
     def render(self, request: CompletionRequest, prefix: str, suffix: str) -> str:
         """The configured FIM template's prompt, other files' chunks first."""
         return render_fim(
@@ -471,12 +479,23 @@ class LlamaCppProvider(Provider):
         leaves; a suffix-first prompt to ``/completion``, which the server
         does not split, may give the prefix what a short suffix leaves.
         """
-        budget = int(self.prompt_token_limit() * self.HEADROOM * self.chars_per_token())
-        prefix_chars = min(self.options.prefix_chars, int(budget * self.PREFIX_SHARE))
-        suffix_chars = min(self.options.suffix_chars, budget - prefix_chars)
+        prefix_chars = self.prefix_budget()
+        suffix_chars = min(self.options.suffix_chars, self._char_budget() - prefix_chars)
         return fit_prompt(
             request.prefix, request.suffix, prefix_chars, suffix_chars, pooled=self.suffix_first
         )
+
+    def prefix_budget(self) -> int:
+        """``/infill``'s share of the token limit, in characters at the current rate.
+
+        A suffix-first prompt may give its prefix more when the suffix is
+        short; this is what it keeps whatever the suffix.
+        """
+        return min(self.options.prefix_chars, int(self._char_budget() * self.PREFIX_SHARE))
+
+    def _char_budget(self) -> int:
+        """The prompt's characters: the token limit, less headroom, at the current rate."""
+        return int(self.prompt_token_limit() * self.HEADROOM * self.chars_per_token())
 
     @property
     def suffix_first(self) -> bool:

@@ -223,7 +223,7 @@ class CompletionPipeline:
             return self._finish(request, hit)
         # A miss: read the prompt windows now, before the first wait, while
         # the document is still the one this context was taken from.
-        ctx.prompt.texts()
+        self._read_prompt(ctx)
         self.inflight.cancel_diverged(uri, ctx.line_prefix, anchor, ctx.line)
         return Pending(self._complete_later(request))
 
@@ -318,6 +318,10 @@ class CompletionPipeline:
             return attached
         return await self._upstream(uri, key, anchor, ctx, request.line_done)
 
+    def _read_prompt(self, ctx: SyntaxContext) -> None:
+        """Read what a miss sends, its prefix within what the backend sends of one."""
+        ctx.prompt.texts(self.backend.prompt_prefix_chars() if self.backend is not None else None)
+
     def _l1(self, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext) -> Suggestion | None:
         hit = self.store.lookup(key, anchor, ctx.line_prefix)
         if hit is None:
@@ -392,7 +396,7 @@ class CompletionPipeline:
         if self.inflight.find(anchor, ctx.line_prefix) is not None:
             logger.debug("speculative prefetch at line %d for %r: in flight", ctx.line, key)
             return False
-        ctx.prompt.texts()  # before the L2 lookup below lets the document change
+        self._read_prompt(ctx)  # before the L2 lookup below lets the document change
         if self.l2 is None:
             self.upstream.start(uri, key, anchor, ctx, predicted=predicted)
             return True

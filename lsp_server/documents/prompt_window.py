@@ -10,7 +10,9 @@ stays put while the user types:
 * the start is the first line of a block of lines (line numbers that are
   multiples of the block size: a power of two, at most ``BLOCK_LINES`` and a
   quarter of the lines the budget holds) from which the text up to the cursor
-  fits the budget (``prefixChars`` characters, ``prefixLines`` lines);
+  fits the budget (``prefixChars`` characters, ``prefixLines`` lines, and
+  no more characters than the backend sends of a prefix: a longer one would
+  be cut at its start in the backend's steps, not in these blocks);
 * the start is remembered per document and kept while the text from it still
   fits and it is at most one block later than the ideal start (hysteresis:
   deleting a character after a jump does not jump back), so the window grows
@@ -121,8 +123,13 @@ class DeferredPrompt:
         """Whether the windows have been read from the document."""
         return self._texts is not None
 
-    def texts(self) -> tuple[str, str, str]:
-        """The sliding prefix, the prompt's prefix and its suffix (read on first use)."""
+    def texts(self, prefix_limit: int | None = None) -> tuple[str, str, str]:
+        """The sliding prefix, the prompt's prefix and its suffix (read on first use).
+
+        ``prefix_limit``: the most prefix characters the backend sends
+        (``CompletionBackend.prompt_prefix_chars``), which the anchored
+        window keeps within; it counts only for the first read.
+        """
         if self._texts is None:
             doc = self._doc
             if doc.edits != self._edits:
@@ -139,6 +146,7 @@ class DeferredPrompt:
                 prefix_chars=windows.prefix_chars, prefix_lines=windows.prefix_lines,
                 suffix_chars=windows.suffix_chars,
                 reevaluated_suffix_chars=windows.prompt_suffix_chars,
+                prefix_limit=prefix_limit,
             )
             self._texts = (sliding, prefix, suffix)
         return self._texts
@@ -200,6 +208,7 @@ def prompt_window(
     prefix_lines: int,
     suffix_chars: int,
     reevaluated_suffix_chars: int = 0,
+    prefix_limit: int | None = None,
 ) -> tuple[str, str]:
     """The prefix and suffix to send upstream for a cursor at ``offset`` on ``line``.
 
@@ -207,11 +216,17 @@ def prompt_window(
     ``sliding_prefix`` its prefix window (the last ``prefix_chars``
     characters before the cursor). ``reevaluated_suffix_chars`` (0: no
     limit) caps the anchored window's suffix where the server re-evaluates
-    it on every request.
+    it on every request. ``prefix_limit`` (None: none) is the most prefix
+    characters the backend sends: the anchored window keeps within it, so
+    that the backend never cuts its start (its cut moves in steps of its
+    own, not in the window's blocks of lines). The other windows are the
+    designs of other clients and keep their own budgets.
     """
     buf = doc.buffer
     data = buf.data
     if kind == "anchored":
+        if prefix_limit is not None:
+            prefix_chars = min(prefix_chars, prefix_limit)
         suffix = head_lines_within(scope_suffix, reevaluated_suffix_chars)
         start = anchored_start(doc, offset, line, prefix_chars, prefix_lines)
         if start is None:

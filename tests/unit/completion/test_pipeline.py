@@ -154,6 +154,28 @@ async def test_upstream_requests_name_their_document_for_slot_pinning() -> None:
     assert [request.document for request in backend.calls] == [URI]
 
 
+class NarrowBackend(StaticBackend):
+    """A backend that sends at most ``limit`` prefix characters of a request."""
+
+    def __init__(self, answer: str, limit: int) -> None:
+        super().__init__(answer)
+        self.limit = limit
+
+    def prompt_prefix_chars(self) -> int | None:
+        return self.limit
+
+
+async def test_a_miss_sends_a_prefix_within_what_the_backend_sends() -> None:
+    lines = "".join(f"value_{n} = compute({n})\n" for n in range(400))
+    backend = NarrowBackend("x", limit=500)
+    pipe, _ = pipeline(backend)
+    await pipe.complete(URI, context(lines + "total = ", 400, 8), still_current=lambda: True)
+    (request,) = backend.calls
+    # whole lines up to the cursor's, within the backend's limit, not the settings' 4,000
+    assert 400 < len(request.prefix) <= 500
+    assert request.prefix.startswith("value_") and request.prefix.endswith("\ntotal = ")
+
+
 class EditingTier:
     """An L2 in whose lookup the user types on: the document changes mid-request."""
 

@@ -10,6 +10,7 @@ from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, completion_context, syntax_context
 from lsp_server.documents.windows import DEFAULT_WINDOWS
 from lsp_server.settings import CompletionSettings, PromptWindowKind
+from transport.prompt import fit_prompt
 
 URI = "file:///work/big.py"
 PREFIX_CHARS = 1500
@@ -69,10 +70,13 @@ def context(doc: Document, pos: Position, kind: PromptWindowKind = "anchored") -
     )
 
 
-def typing_session(store: DocumentStore, kind: PromptWindowKind) -> list[SyntaxContext]:
+def typing_session(
+    store: DocumentStore, kind: PromptWindowKind, prefix_limit: int | None = None
+) -> list[SyntaxContext]:
     """Type NEW_CODE at the end of a file larger than the budget, one character at a time.
 
-    Every keystroke is a miss: its prompt is read before the next one.
+    Every keystroke is a miss: its prompt is read before the next one, with
+    the backend's ``prefix_limit``.
     """
     doc = store.open(URI, "python", 1, SOURCE)
     pos = end_of(doc)
@@ -80,7 +84,7 @@ def typing_session(store: DocumentStore, kind: PromptWindowKind) -> list[SyntaxC
     for char in NEW_CODE:
         pos = type_char(store, doc, pos, char)
         ctx = context(doc, pos, kind)
-        ctx.prompt.texts()
+        ctx.prompt.texts(prefix_limit)
         contexts.append(ctx)
     return contexts
 
@@ -134,6 +138,30 @@ def test_anchored_prefix_uses_most_of_its_budget(store: DocumentStore) -> None:
     contexts = typing_session(store, "anchored")
     # a step gives up at most a quarter of the lines the budget holds
     assert min(len(c.prompt_prefix) for c in contexts) > PREFIX_CHARS * 0.7
+
+
+def test_the_anchored_prefix_keeps_within_the_backends_limit_so_its_start_is_its_own(
+    store: DocumentStore,
+) -> None:
+    # llama.cpp's backend sends fewer prefix characters than prefixChars: a
+    # longer prefix would be cut at its start in the backend's own steps
+    limit = PREFIX_CHARS * 2 // 3
+    contexts = typing_session(store, "anchored", prefix_limit=limit)
+    for ctx in contexts:
+        assert fit_prompt(ctx.prompt_prefix, "", limit, 0, pooled=False)[0] == ctx.prompt_prefix
+    assert min(len(c.prompt_prefix) for c in contexts) > limit * 0.7
+    # the window at the budget it is sent with moves its start far less often
+    # than a larger window cut by the backend
+    store.close(URI)
+    cut_by_the_backend = [
+        fit_prompt(ctx.prompt_prefix, "", limit, 0, pooled=False)[0]
+        for ctx in typing_session(store, "anchored")
+    ]
+    their_moves = sum(
+        not new.startswith(old)
+        for old, new in zip(cut_by_the_backend, cut_by_the_backend[1:], strict=False)
+    )
+    assert moves(contexts) <= len(NEW_CODE) // (8 * 20) + 1 < their_moves
 
 
 def test_deleting_after_a_step_does_not_step_back(store: DocumentStore) -> None:

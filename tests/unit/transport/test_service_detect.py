@@ -152,6 +152,36 @@ def test_a_rate_the_server_counts_clearly_lower_sizes_the_next_prompts() -> None
     assert len(prefix) <= int(100 * provider.HEADROOM * 2.5) * 3 // 4
 
 
+@pytest.mark.parametrize("fim_order", ["psm", "spm"])
+def test_a_prefix_within_the_prefix_budget_is_sent_whole_and_a_longer_one_is_cut(
+    fim_order: str,
+) -> None:
+    # the prompt window sizes itself to prefix_budget() so that its start is kept
+    options = EndpointOptions(endpoint="http://svc.test", provider="llamacpp",
+                              max_prompt_tokens=300, max_tokens=16, fim_order=fim_order,
+                              fim_template="codellama")
+    profile = ServiceProfile(kind="llamacpp", path="/infill", context_tokens=4096,
+                             chars_per_token=2.0)
+    provider = LlamaCppProvider(options, profile)
+    budget = provider.prefix_budget()
+    assert budget == int(int(300 * provider.HEADROOM * 2.0) * provider.PREFIX_SHARE)
+    line = "value = compute(1)\n"
+    fitting = "x" * (budget % len(line)) + line * (budget // len(line))
+    assert len(fitting) == budget
+    for suffix in ("", "y\n" * 500):
+        prefix, _ = provider.prompt(CompletionRequest(prefix=fitting, suffix=suffix))
+        assert prefix == fitting
+    # a longer one is cut at its start (a suffix-first prompt's only when the suffix is long)
+    prefix, _ = provider.prompt(CompletionRequest(prefix=line + fitting, suffix="y\n" * 500))
+    assert prefix != line + fitting and prefix.endswith(fitting[-len(line):])
+
+
+def test_the_prefix_budget_of_other_services_is_the_settings_one() -> None:
+    provider = provider_for(EndpointOptions(endpoint="http://svc.test", provider="ollama",
+                                            model="m", prefix_chars=1234))
+    assert provider.prefix_budget() == 1234
+
+
 def test_ollama_request_carries_keep_alive() -> None:
     provider = provider_for(EndpointOptions(endpoint="http://svc.test", provider="ollama",
                                             model="m", keep_alive="30m"))
