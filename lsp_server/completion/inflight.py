@@ -258,6 +258,14 @@ class InflightRegistry:
         loop = asyncio.get_running_loop()
         stream._grace = loop.call_later(self._grace, self._cancel, stream, "idle")
 
+    def at_service(self) -> bool:
+        """Whether any stream is still at the service (doomed ones included)."""
+        return any(
+            stream.task is not None and not stream.task.done()
+            for streams in self._by_anchor.values()
+            for stream in streams
+        )
+
     def busy(self, uri: str) -> InflightStream | None:
         """A stream of ``uri`` still at the service (doomed ones included), if any."""
         for streams in self._by_anchor.values():

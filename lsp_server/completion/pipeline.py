@@ -305,8 +305,9 @@ class CompletionPipeline:
             if shared is not None:
                 return shared
         await self.throttle.wait(
-            at_line_start=ctx.at_line_start, uri=uri, indentation=ctx.at_line_start
-        )
+            at_line_start=ctx.at_line_start, uri=uri, indentation=ctx.at_line_start,
+            service_idle=not self.inflight.at_service(),
+        )  # fmt: skip
         if not await self.turns.take(uri):
             return None  # a newer state of the document goes instead
         # While we waited another request may have filled the cache or started a stream.

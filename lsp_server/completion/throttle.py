@@ -10,9 +10,15 @@ on a fast service, by ``throttle.maxPauseMs`` on a slow one):
   shorter indentation serves it by typed-through): such a miss waits for a
   pause in the typing, like any miss on a slow service;
 * on a *slow* service (its smoothed answer time, request to first line, is
-  longer than the user's smoothed gap between keys) a miss waits for a pause:
-  ``clamp(maxDelayMs, maxPauseMs, 2 * typing)``. A request per keystroke
-  there is one nobody sees: the next key arrives first;
+  longer than the user's smoothed gap between keys) a miss waits for a pause
+  while a stream is at the service: ``clamp(maxDelayMs, maxPauseMs, 2 *
+  typing)``. A request per keystroke there is one nobody sees: the next key
+  arrives first. With nothing at the service, the miss waits only as on a
+  fast one: the newest state goes at once, as llama.vim asks it as soon as
+  its last request ends. Waiting for a pause there left the service idle
+  while the user typed on; the model, once it has seen a line start, often
+  finishes the line, and its stream lives on while the typing agrees with
+  it (``lsp_server.completion.inflight``);
 * any other miss waits ``clamp(min, max, min(typing / 2, ttft / 4))`` where
   ``typing`` is the smoothed interval between the user's keystrokes in that
   document and ``ttft`` the smoothed time to first token of the service.
@@ -117,18 +123,25 @@ class MissThrottle:
         self._new_line.discard(uri)
 
     def delay_for(
-        self, *, at_line_start: bool, uri: str | None = None, indentation: bool = False
+        self,
+        *,
+        at_line_start: bool,
+        uri: str | None = None,
+        indentation: bool = False,
+        service_idle: bool = False,
     ) -> float:
         """Seconds a miss waits before going upstream.
 
         ``uri`` names the document (whether its last change started a line);
-        ``indentation``: only whitespace is before the cursor on its line.
-        Without ``uri``, a miss at a line start counts as just after Enter.
+        ``indentation``: only whitespace is before the cursor on its line;
+        ``service_idle``: no stream is at the service. Without ``uri``, a
+        miss at a line start counts as just after Enter.
         """
         just_entered = uri is None or uri in self._new_line
         if at_line_start and just_entered and self.line_start_immediate:
             return 0.0
-        if self.slow or (indentation and not just_entered and self.max_pause > 0):
+        busy_and_slow = self.slow and not service_idle
+        if busy_and_slow or (indentation and not just_entered and self.max_pause > 0):
             return self.pause()
         candidates = [self.max_delay]
         if self._typing is not None:
@@ -143,10 +156,18 @@ class MissThrottle:
         return min(self.max_pause, max(self.max_delay, PAUSE_GAPS * typing))
 
     async def wait(
-        self, *, at_line_start: bool, uri: str | None = None, indentation: bool = False
+        self,
+        *,
+        at_line_start: bool,
+        uri: str | None = None,
+        indentation: bool = False,
+        service_idle: bool = False,
     ) -> None:
         """Wait as the rule says (cancellable)."""
-        delay = self.delay_for(at_line_start=at_line_start, uri=uri, indentation=indentation)
+        delay = self.delay_for(
+            at_line_start=at_line_start, uri=uri, indentation=indentation,
+            service_idle=service_idle,
+        )  # fmt: skip
         if delay > 0:
             await asyncio.sleep(delay)
 

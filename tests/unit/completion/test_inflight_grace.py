@@ -42,6 +42,8 @@ def test_a_slow_service_makes_misses_wait_for_a_pause_in_the_typing() -> None:
         throttle.note_answer(1.5)
     assert throttle.slow
     assert abs(throttle.delay_for(at_line_start=False, uri="u") - 0.24) < 1e-9
+    # with nothing at the service the newest state goes as on a fast one
+    assert throttle.delay_for(at_line_start=False, uri="u", service_idle=True) < 0.1
     throttle.max_pause = 0.0  # pacing off
     assert not throttle.slow
 

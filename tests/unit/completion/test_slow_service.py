@@ -173,6 +173,41 @@ async def test_the_newest_state_waits_for_the_stream_at_the_service_and_older_on
     assert pipe.turns.superseded == 1 and len(backend.requests) == 2
 
 
+def slow_typist_pipeline(backend: ScriptedBackend) -> CompletionPipeline:
+    """A pipeline whose service answers slower than the user types, pausing 30 s."""
+    pipe = pipeline(backend)
+    now = [0.0]
+    pipe.throttle = MissThrottle(min_delay=0.0, max_delay=PAUSE, max_pause=PAUSE,
+                                 clock=lambda: now[0])
+    for _ in range(5):
+        now[0] += 0.1
+        pipe.throttle.note_keystroke(URI)
+    pipe.throttle.note_answer(5.0)
+    assert pipe.throttle.slow and pipe.throttle.pause() == PAUSE
+    return pipe
+
+
+#: a pause long enough that a miss waiting for it could not go meanwhile
+PAUSE = 30.0
+
+
+async def test_on_a_slow_service_with_nothing_at_it_the_newest_state_goes_at_once() -> None:
+    backend = ScriptedBackend(LOCAL_SERVER)
+    pipe = slow_typist_pipeline(backend)
+    assert not pipe.inflight.at_service()
+    first = ask(pipe, at("    a"))
+
+    async def sent() -> bool:
+        return len(backend.requests) == 1
+
+    # not after the 30 s pause: after half a gap between keys
+    await conditions.until(sent, "the miss to reach the idle service", deadline=PAUSE / 3)
+    assert pipe.inflight.at_service()
+    backend.queues[0].put_nowait(END)
+    await first
+    assert not pipe.inflight.at_service()
+
+
 async def test_a_block_shows_its_first_line_as_soon_as_it_is_complete() -> None:
     backend = ScriptedBackend(LOCAL_SERVER)
     pipe = pipeline(backend)
