@@ -211,10 +211,9 @@ class ThrottleSettings:
     min_delay_ms: float = 15.0
     #: the longest wait, when upstream is slow
     max_delay_ms: float = 120.0
-    #: when the service answers slower than the user types and a stream is at
-    #: it, a miss waits for a pause in the typing (twice the typical gap between
-    #: keys, at most this; with nothing at the service it goes at once); 0 turns
-    #: that pacing off
+    #: when the service answers slower than the user types, a miss waits for a
+    #: pause in the typing (twice the typical gap between keys, at most this; a
+    #: local server with nothing at it is asked at once); 0 turns that pacing off
     max_pause_ms: float = 600.0
 
     def validate(self) -> None:

@@ -306,7 +306,7 @@ class CompletionPipeline:
                 return shared
         await self.throttle.wait(
             at_line_start=ctx.at_line_start, uri=uri, indentation=ctx.at_line_start,
-            service_idle=not self.inflight.at_service(),
+            service_idle=self.idle_local_server(),
         )  # fmt: skip
         if not await self.turns.take(uri):
             return None  # a newer state of the document goes instead
@@ -318,6 +318,17 @@ class CompletionPipeline:
         if attached is not None:
             return attached
         return await self._upstream(uri, key, anchor, ctx, request.line_done)
+
+    def idle_local_server(self) -> bool:
+        """Whether the service is a local server with none of our streams at it.
+
+        A local server (llama.cpp, Ollama: few slots, ``transport.cost``)
+        that is idle costs nothing to ask: on a slow one the newest state
+        goes at once instead of waiting for a pause in the typing. A hosted
+        service is not idle for us to use: each request is billed and
+        rate-limited, so there a slow answer still means waiting for a pause.
+        """
+        return self.inflight.cost().queues_requests and not self.inflight.at_service()
 
     def _read_prompt(self, ctx: SyntaxContext) -> None:
         """Read what a miss sends, its prefix within what the backend sends of one."""

@@ -13,12 +13,13 @@ on a fast service, by ``throttle.maxPauseMs`` on a slow one):
   longer than the user's smoothed gap between keys) a miss waits for a pause
   while a stream is at the service: ``clamp(maxDelayMs, maxPauseMs, 2 *
   typing)``. A request per keystroke there is one nobody sees: the next key
-  arrives first. With nothing at the service, the miss waits only as on a
-  fast one: the newest state goes at once, as llama.vim asks it as soon as
-  its last request ends. Waiting for a pause there left the service idle
-  while the user typed on; the model, once it has seen a line start, often
-  finishes the line, and its stream lives on while the typing agrees with
-  it (``lsp_server.completion.inflight``);
+  arrives first. A local server with nothing at it (``service_idle``, as
+  the pipeline decides it) is asked as a fast one would be: the newest
+  state goes at once, as llama.vim asks it as soon as its last request
+  ends. Waiting for a pause there left the server idle while the user typed
+  on; the model, once it has seen a line start, often finishes the line,
+  and its stream lives on while the typing agrees with it
+  (``lsp_server.completion.inflight``);
 * any other miss waits ``clamp(min, max, min(typing / 2, ttft / 4))`` where
   ``typing`` is the smoothed interval between the user's keystrokes in that
   document and ``ttft`` the smoothed time to first token of the service.
@@ -134,8 +135,9 @@ class MissThrottle:
 
         ``uri`` names the document (whether its last change started a line);
         ``indentation``: only whitespace is before the cursor on its line;
-        ``service_idle``: no stream is at the service. Without ``uri``, a
-        miss at a line start counts as just after Enter.
+        ``service_idle``: the service may be asked without waiting for a
+        pause (an idle local server). Without ``uri``, a miss at a line
+        start counts as just after Enter.
         """
         just_entered = uri is None or uri in self._new_line
         if at_line_start and just_entered and self.line_start_immediate:

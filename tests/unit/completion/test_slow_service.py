@@ -208,6 +208,20 @@ async def test_on_a_slow_service_with_nothing_at_it_the_newest_state_goes_at_onc
     assert not pipe.inflight.at_service()
 
 
+async def test_only_an_idle_local_server_is_asked_without_a_pause() -> None:
+    local = ScriptedBackend(LOCAL_SERVER)
+    pipe = pipeline(local)
+    assert pipe.idle_local_server()
+    first = ask(pipe, at("    a"))
+    await until(lambda: len(local.queues) == 1)
+    assert not pipe.idle_local_server()  # our stream is at it
+    local.queues[0].put_nowait(END)
+    await first
+    assert pipe.idle_local_server()
+    # a hosted service bills every request: a slow one still waits for a pause
+    assert not pipeline(ScriptedBackend(REMOTE_SERVICE)).idle_local_server()
+
+
 async def test_a_block_shows_its_first_line_as_soon_as_it_is_complete() -> None:
     backend = ScriptedBackend(LOCAL_SERVER)
     pipe = pipeline(backend)
