@@ -86,7 +86,8 @@ async def probe(settle: bool) -> dict[str, Any]:
     dispatch_body(protocol, _body({"id": 0, "method": "initialize", "params": init}))
     dispatch_body(protocol, _body({"method": "initialized", "params": {}}))
     await _answered(writer, 1)
-    for _ in range(3):  # the end of start-up, queued at initialized
+    # the end of start-up, queued at initialized, installs the collector's timer
+    while server.collector not in gc.callbacks:
         await asyncio.sleep(0)
     frozen = settle_heap() if settle else 0
     languages = default_registry()
