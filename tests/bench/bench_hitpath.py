@@ -10,7 +10,11 @@ on the client side, so its own cost does not dilute the ratio):
 * ``floor_server.py``: a bare pygls server answering a constant.
 
 Requests are interleaved one by one, so the machine's load drifts over all
-three alike. That does not cover where the scheduler puts the processes,
+three alike, in an order shuffled at every step: with a fixed order each
+process would always be asked right after the same other one, and the one
+after the bare pygls server (whose reader thread and dispatch leave the
+most behind in the processor's caches) would pay for it every time. That
+does not cover where the scheduler puts the processes,
 which holds for their life: the run is made of rounds (``ROUNDS``), each
 with three fresh processes, and their samples are pooled. The rows are the
 hit's p50 and p99 against the responder's, and the bare pygls server's p50
@@ -24,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -45,6 +50,8 @@ ANSWER_TIMEOUT = 30.0
 #: to a quarter; pooling rounds averages over placements instead of drawing one
 ROUNDS = 5
 ROUNDS_QUICK = 3
+#: seed of the order the three processes are asked in (shuffled at every step)
+ORDER_SEED = 31
 
 
 def frame(message: dict[str, Any]) -> bytes:
@@ -149,8 +156,13 @@ def _text(result: Any) -> str:
     return str(items[0].get("insertText", "")) if items else ""
 
 
-async def _round(svc: ReferenceProcess, n: int, samples: dict[str, list[float]]) -> None:
-    """One round: three fresh processes, ``n`` interleaved requests each, added to ``samples``."""
+async def _round(
+    svc: ReferenceProcess, n: int, samples: dict[str, list[float]], order: random.Random
+) -> None:
+    """One round: three fresh processes, ``n`` interleaved requests each, added to ``samples``.
+
+    At every step the three are asked in an order ``order`` shuffles.
+    """
     options = _options(svc, speculative={"enabled": False})
     responder_cmd = [sys.executable, str(HERE / "asyncio_responder.py")]
     pygls_cmd = [sys.executable, str(HERE / "floor_server.py")]
@@ -165,9 +177,11 @@ async def _round(svc: ReferenceProcess, n: int, samples: dict[str, list[float]])
         for client in clients.values():  # warm up; the server's first answer fills L1
             for _ in range(50):
                 await client.timed_inline(URI, LINE, 14)
+        names = list(clients)
         for _ in range(n):
-            for name, client in clients.items():
-                ms, result = await client.timed_inline(URI, LINE, 14)
+            order.shuffle(names)
+            for name in names:
+                ms, result = await clients[name].timed_inline(URI, LINE, 14)
                 samples[name].append(ms)
                 if name == "hit" and not _text(result):
                     raise RuntimeError("the server did not answer from its cache")
@@ -181,9 +195,10 @@ async def _measure(quick: bool) -> list[dict[str, Any]]:
     n = (300 if quick else 2000) // rounds
     corpus = HERE.parent.parent / "lsp_server" / "samples"
     samples: dict[str, list[float]] = {"responder": [], "pygls": [], "hit": []}
+    order = random.Random(ORDER_SEED)
     async with ReferenceProcess([corpus, _corpus_file()]) as svc:
         for _ in range(rounds):
-            await _round(svc, n, samples)
+            await _round(svc, n, samples, order)
     responder_ms, pygls_ms, hit_ms = samples["responder"], samples["pygls"], samples["hit"]
     return [
         _row(
