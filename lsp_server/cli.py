@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from lsp_server.kit.reference.options import add_arguments as add_upstream_arguments
 from lsp_server.settings import POLICIES
-from transport.reference.options import add_arguments as add_upstream_arguments
 
 
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,7 +39,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def _add_upstream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("upstream", help="run the reference completion service")
     add_upstream_arguments(p)
-    p.set_defaults(module="transport.reference.cli")
+    p.set_defaults(module="lsp_server.kit.reference.cli")
 
 
 def _add_trace(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -36,7 +36,7 @@ def reference_command(
     tls_dir: Path | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
-    """The command line of ``python -m transport.reference`` on 127.0.0.1, any free port.
+    """The command line of ``python -m lsp_server.kit.reference`` on 127.0.0.1, any free port.
 
     The service writes its port to ``port_file`` once it listens
     (``read_port_file``); with ``tls_dir`` it serves TLS and writes ``ca.pem`` there.
@@ -44,7 +44,7 @@ def reference_command(
     args = [
         sys.executable,
         "-m",
-        "transport.reference",
+        "lsp_server.kit.reference",
         "--host",
         "127.0.0.1",
         "--port",

@@ -23,13 +23,13 @@ import pytest
 
 from lsp_server.diagnose.report import LAYERS
 from lsp_server.diagnose.sample import builtin_sample
+from lsp_server.kit.reference.engine import count_tokens
 from lsp_server.kit.synth.session import sample_files
 from lsp_server.observe.stats import ServerStats
 from tests.support import dnsmasq
 from tests.support.dnsmasq import Dnsmasq
 from tests.support.reference import REPO_ROOT, ReferenceService
 from transport.prompt import fit_prompt
-from transport.reference.engine import count_tokens
 
 pytestmark = pytest.mark.e2e
 

@@ -364,7 +364,7 @@ def test_httpx_leaving_an_h2_stream_early_does_not_reset_it(
 
 def test_upstream_options_match_the_scopecache_command_line() -> None:
     from lsp_server.cli import build_parser as scopecache_parser
-    from transport.reference.cli import build_parser
+    from lsp_server.kit.reference.cli import build_parser
 
     def options(parser: Any) -> dict[str, Any]:
         return {
@@ -381,7 +381,7 @@ def test_upstream_options_match_the_scopecache_command_line() -> None:
 def test_service_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     port_file = tmp_path / "port"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "transport.reference", "--port", "0", "--port-file",
+        [sys.executable, "-m", "lsp_server.kit.reference", "--port", "0", "--port-file",
          str(port_file)],
         stderr=subprocess.PIPE,
     )
@@ -689,7 +689,7 @@ def test_the_listening_line_gives_the_endpoint_and_ca_file_to_paste(tmp_path: Pa
 
 
 def test_upstream_help_states_the_default_port_and_the_corpus_limit() -> None:
-    from transport.reference.cli import build_parser
+    from lsp_server.kit.reference.cli import build_parser
 
     text = " ".join(build_parser().format_help().split())
     assert "default 8443" in text

@@ -1,6 +1,6 @@
 """Run the real reference completion service in a subprocess for tests and benchmarks.
 
-``ReferenceService`` starts ``python -m transport.reference`` on 127.0.0.1
+``ReferenceService`` starts ``python -m lsp_server.kit.reference`` on 127.0.0.1
 with port 0 and a port file, optionally with TLS (a fresh trustme CA in a
 temporary directory), waits for ``/health`` and always kills the process on
 ``stop()`` / context exit. Control helpers talk to the service's ``/__``

@@ -21,11 +21,11 @@ from cache.keys import fingerprint
 from lsp_server.documents.document import Document
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, completion_context
+from lsp_server.kit.reference.engine import CorpusEngine
 from lsp_server.kit.simulate.strategies import SimRequest
 from lsp_server.observe.trace.format import ChangeEvent, CompleteEvent, OpenEvent
 from lsp_server.observe.trace.reader import iter_trace
 from lsp_server.settings import CompletionSettings
-from transport.reference.engine import CorpusEngine
 
 logger = logging.getLogger(__name__)
 

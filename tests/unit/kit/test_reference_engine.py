@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from transport.reference.corpus import engine_for, load_documents
-from transport.reference.engine import CorpusEngine, count_tokens, opens_block, split_tokens
+from lsp_server.kit.reference.corpus import engine_for, load_documents
+from lsp_server.kit.reference.engine import CorpusEngine, count_tokens, opens_block, split_tokens
 
 SOURCE = '''class Greeter:
     def __init__(self, name):
@@ -161,7 +161,7 @@ def test_the_corpus_stops_at_its_limit_and_says_which_flag_raises_it(
 ) -> None:
     (tmp_path / "a.py").write_text("A = 1\n" * 10)
     (tmp_path / "b.py").write_text("B = 2\n" * 10)
-    with caplog.at_level(logging.WARNING, logger="transport.reference.corpus"):
+    with caplog.at_level(logging.WARNING, logger="lsp_server.kit.reference.corpus"):
         docs = load_documents([tmp_path], limit_bytes=70)
     assert len(docs) == 1
     assert "--corpus-limit-mb" in caplog.text

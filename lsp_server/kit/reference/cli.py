@@ -1,4 +1,4 @@
-"""``scopecache upstream`` / ``python -m transport.reference``: run the service.
+"""``scopecache upstream`` / ``python -m lsp_server.kit.reference``: run the service.
 
 ``build_parser`` declares the same options as ``lsp_server.cli`` (kept
 identical by a test); ``run(args)`` binds the socket (port 0 picks a free
@@ -21,13 +21,13 @@ from pathlib import Path
 
 from hypercorn.config import Config
 
-from transport.reference.app import ReferenceApp
-from transport.reference.corpus import engine_for
-from transport.reference.listener import Listener
-from transport.reference.options import add_arguments
-from transport.reference.responder import Latency
-from transport.reference.tls import server_context, write_tls_files
-from transport.reference.tokens import TokenAuthority
+from lsp_server.kit.reference.app import ReferenceApp
+from lsp_server.kit.reference.corpus import engine_for
+from lsp_server.kit.reference.listener import Listener
+from lsp_server.kit.reference.options import add_arguments
+from lsp_server.kit.reference.responder import Latency
+from lsp_server.kit.reference.tls import server_context, write_tls_files
+from lsp_server.kit.reference.tokens import TokenAuthority
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +37,9 @@ KEEP_ALIVE_SECONDS = 300.0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Parser for ``python -m transport.reference``."""
+    """Parser for ``python -m lsp_server.kit.reference``."""
     parser = argparse.ArgumentParser(
-        prog="python -m transport.reference",
+        prog="python -m lsp_server.kit.reference",
         description="The scopecache reference completion service.",
     )
     add_arguments(parser)
@@ -158,5 +158,5 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m transport.reference``."""
+    """``python -m lsp_server.kit.reference``."""
     return run(build_parser().parse_args(argv))

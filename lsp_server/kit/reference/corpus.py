@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from transport.reference.engine import CorpusEngine
+from lsp_server.kit.reference.engine import CorpusEngine
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from transport.reference.engine import Completion
+from lsp_server.kit.reference.engine import Completion
 
 MODEL = "scopecache-reference"
 

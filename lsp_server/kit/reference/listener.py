@@ -29,7 +29,7 @@ from hypercorn.events import Closed, Event, RawData, Updated
 from hypercorn.protocol import ProtocolWrapper
 from hypercorn.protocol.h11 import H2CProtocolRequiredError, H2ProtocolAssumedError
 
-from transport.reference.stats import ServiceStats
+from lsp_server.kit.reference.stats import ServiceStats
 
 logger = logging.getLogger(__name__)
 

@@ -21,16 +21,22 @@ import json
 import logging
 from typing import Any
 
-from transport.reference import asgi
-from transport.reference.asgi import ClientGone, ClientWatch, Receive, Scope, Send
-from transport.reference.dialects import MODEL, BadRequest, Dialect, OpenAIChat, OpenAICompletions
-from transport.reference.engine import CorpusEngine
-from transport.reference.faults import NO_FAULT, Fault, FaultError, FaultPlan
-from transport.reference.listener import ConnectionRegistry
-from transport.reference.local_dialects import LlamaInfill, OllamaGenerate
-from transport.reference.responder import Exchange, Latency, Responder
-from transport.reference.stats import ServiceStats
-from transport.reference.tokens import TokenAuthority, TokenClient
+from lsp_server.kit.reference import asgi
+from lsp_server.kit.reference.asgi import ClientGone, ClientWatch, Receive, Scope, Send
+from lsp_server.kit.reference.dialects import (
+    MODEL,
+    BadRequest,
+    Dialect,
+    OpenAIChat,
+    OpenAICompletions,
+)
+from lsp_server.kit.reference.engine import CorpusEngine
+from lsp_server.kit.reference.faults import NO_FAULT, Fault, FaultError, FaultPlan
+from lsp_server.kit.reference.listener import ConnectionRegistry
+from lsp_server.kit.reference.local_dialects import LlamaInfill, OllamaGenerate
+from lsp_server.kit.reference.responder import Exchange, Latency, Responder
+from lsp_server.kit.reference.stats import ServiceStats
+from lsp_server.kit.reference.tokens import TokenAuthority, TokenClient
 
 logger = logging.getLogger(__name__)
 

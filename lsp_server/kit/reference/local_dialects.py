@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from transport.reference.dialects import (
+from lsp_server.kit.reference.dialects import (
     MODEL,
     Ask,
     BadRequest,
@@ -15,7 +15,7 @@ from transport.reference.dialects import (
     optional_int,
     parse_stop,
 )
-from transport.reference.engine import Completion
+from lsp_server.kit.reference.engine import Completion
 
 
 class LlamaInfill(Dialect):

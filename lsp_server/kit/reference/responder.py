@@ -5,7 +5,7 @@ engine, waits ``ttft`` before the first token and ``token`` between tokens,
 and writes either one body or a stream of chunks, keeping the stream
 counters right whether the stream completes, the client leaves
 (``streamsCancelled``) or a fault breaks it on purpose (``streamsAborted``).
-Fault modes are documented in ``transport.reference.faults``.
+Fault modes are documented in ``lsp_server.kit.reference.faults``.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from transport.reference import asgi
-from transport.reference.asgi import ClientGone, ClientWatch, Send
-from transport.reference.dialects import Ask, Dialect
-from transport.reference.engine import Completion, CorpusEngine, count_tokens
-from transport.reference.faults import Fault
-from transport.reference.stats import ServiceStats
+from lsp_server.kit.reference import asgi
+from lsp_server.kit.reference.asgi import ClientGone, ClientWatch, Send
+from lsp_server.kit.reference.dialects import Ask, Dialect
+from lsp_server.kit.reference.engine import Completion, CorpusEngine, count_tokens
+from lsp_server.kit.reference.faults import Fault
+from lsp_server.kit.reference.stats import ServiceStats
 
 logger = logging.getLogger(__name__)
 
