@@ -43,6 +43,9 @@ DEFAULT_EXCLUDE = (
     "**/.secrets/**",
 )
 
+#: loopback ports asked for a completion server, in order of preference
+DEFAULT_DISCOVERY_PORTS = (8012, 8080, 11434, 1234, 8000)
+
 
 def _check(condition: bool, message: str) -> None:
     if not condition:
@@ -260,6 +263,25 @@ class AcceptanceSettings:
 
 
 @dataclass(kw_only=True)
+class DiscoverySettings:
+    """Finding a completion server on this machine when no ``endpoint`` is set."""
+
+    #: with no endpoint set, look for a completion server on 127.0.0.1 (only
+    #: loopback is ever asked) and use the first that completes code
+    enabled: bool = True
+    #: loopback ports asked, in order of preference: llama.cpp's code-completion
+    #: presets (8012), llama-server's default (8080), Ollama (11434), LM Studio
+    #: (1234), vLLM (8000)
+    ports: list[int] = field(default_factory=lambda: list(DEFAULT_DISCOVERY_PORTS))
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first bad value."""
+        for port in self.ports:
+            _check(1 <= port <= 65535, "each port must be in 1..65535")
+        _check(len(self.ports) <= 32, "at most 32 ports")
+
+
+@dataclass(kw_only=True)
 class AuthSettings:
     """How the bearer credential is obtained."""
 
@@ -281,7 +303,8 @@ class AuthSettings:
 class Settings:
     """Every scopecache setting, with its default."""
 
-    #: base URL of the completion service; none turns completions off
+    #: base URL of the completion service; none: find a local server on
+    #: 127.0.0.1 (``discovery``), and with none found completions stay off
     endpoint: str | None = None
     provider: Provider = "auto"
     model: str = ""
@@ -294,6 +317,7 @@ class Settings:
     throttle: ThrottleSettings = field(default_factory=ThrottleSettings)
     speculative: SpeculativeSettings = field(default_factory=SpeculativeSettings)
     acceptance: AcceptanceSettings = field(default_factory=AcceptanceSettings)
+    discovery: DiscoverySettings = field(default_factory=DiscoverySettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     #: files never sent upstream, cached or recorded (glob patterns)
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
