@@ -17,6 +17,8 @@ import sys
 import time
 from typing import Any
 
+from tests.bench.rows import significant
+
 SUITES = (
     "keystroke", "languages", "cache", "server", "hitpath", "transport", "http1", "l2", "replay",
     "llamacpp", "kvcache", "slow_model",
@@ -29,9 +31,15 @@ NOT_QUICK: tuple[str, ...] = ("slow_model",)
 
 
 def _fmt(value: Any) -> str:
+    """A figure as ``tests.bench.rows`` rounded it; a missing one as ``-``."""
+    if value is None:
+        return "-"
     if isinstance(value, float):
-        return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.0f}"
-    return "" if value is None else str(value)
+        figure = significant(value)
+        if figure is None:
+            return "-"
+        return f"{figure:,.0f}" if abs(figure) >= 100 else f"{figure:,}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def table(rows: list[dict[str, Any]]) -> str:
