@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -46,20 +45,20 @@ from typing import NamedTuple, Protocol
 from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey, fingerprint
 from cache.store import CompletionStore, Hit
-from lsp_server.completion.bounds import MAX_SUGGESTION_LINES, AnswerBounds
-from lsp_server.completion.inflight import InflightRegistry, InflightStream
+from lsp_server.completion.bounds import MAX_SUGGESTION_LINES
+from lsp_server.completion.inflight import InflightRegistry
 from lsp_server.completion.mid_line import position_allowed, suggestion_allowed
 from lsp_server.completion.notify import UserNotifier
 from lsp_server.completion.pending import Pending
 from lsp_server.completion.throttle import MissThrottle
 from lsp_server.completion.turns import DocumentTurns
+from lsp_server.completion.upstream import UpstreamStreams
 from lsp_server.documents.cross_file import PromptContext
 from lsp_server.documents.syntax import SyntaxContext
-from lsp_server.observe.metrics import MetricsRegistry, timed_stream
+from lsp_server.observe.metrics import MetricsRegistry
 from lsp_server.observe.stats import ServerStats
 from lsp_server.settings import CompletionSettings
-from transport.backend import CompletionBackend, CompletionRequest
-from transport.errors import AuthError, TransportError
+from transport.backend import CompletionBackend
 
 logger = logging.getLogger(__name__)
 
@@ -469,201 +468,3 @@ class CompletionPipeline:
     def clear(self) -> int:
         """Empty L1; returns how many entries were removed."""
         return self.store.clear()
-
-
-class UpstreamStreams:
-    """Starts the pipeline's upstream streams and waits for their answers."""
-
-    def __init__(
-        self,
-        pipeline: CompletionPipeline,
-        *,
-        notifier: UserNotifier,
-        completion: CompletionSettings,
-    ) -> None:
-        # The caches, the backend, the throttle and the counters are the pipeline's.
-        self._pipeline = pipeline
-        self.notifier = notifier
-        self.completion = completion
-        self._ids = itertools.count(1)
-        self._background: set[asyncio.Task[None]] = set()
-
-    def start(
-        self,
-        uri: str,
-        key: ScopeKey,
-        anchor: LineAnchor,
-        ctx: SyntaxContext,
-        *,
-        predicted: tuple[int, str] | None = None,
-    ) -> InflightStream:
-        """Start an upstream stream whose answer is stored when it ends."""
-        pipeline = self._pipeline
-        backend, clock, throttle, inflight = (
-            pipeline.backend, pipeline.clock, pipeline.throttle, pipeline.inflight
-        )
-        assert backend is not None
-        speculative = predicted is not None
-        context = (
-            pipeline.prompt_context(uri) if pipeline.prompt_context is not None else PromptContext()
-        )
-        multiline = self.completion.multiline and ctx.block_opener
-        bounds = AnswerBounds.for_cursor(
-            multiline=multiline,
-            line_prefix=ctx.line_prefix,
-            suffix=ctx.suffix,
-            max_generation_ms=self.completion.max_generation_ms,
-        )
-        request = CompletionRequest(
-            prefix=ctx.prompt_prefix,
-            suffix=ctx.prompt_suffix,
-            language=ctx.language,
-            max_tokens=self.completion.max_tokens,
-            temperature=self.completion.temperature,
-            stop=tuple(self.completion.stop),
-            multiline=multiline,
-            max_time_ms=self.completion.max_generation_ms,
-            indent=bounds.indent,
-            request_id=f"r{next(self._ids)}",
-            speculative=speculative,
-            extra=context.extra,
-            filename=context.filename,
-            repo_name=context.repo_name,
-            document=uri,
-        )
-        started = clock()
-
-        def on_first_line(_: object) -> None:
-            throttle.note_answer(clock() - started)
-
-        def on_complete(stream: InflightStream) -> None:
-            throttle.note_ttft(clock() - started)
-            if throttle.ttft is not None:
-                inflight.adapt_grace(throttle.ttft)
-            if not stream.text:
-                # "Nothing to suggest here" is an answer too: other processes
-                # sharing the L2 need not ask again (L1 keeps only suggestions).
-                self._share(
-                    CachedCompletion(
-                        key=key,
-                        anchor=anchor,
-                        line_prefix=ctx.line_prefix,
-                        text="",
-                        created_at=time.time(),
-                        origin="speculative" if speculative else "upstream",
-                    )
-                )
-                return
-            entry = pipeline.store.put(
-                key,
-                anchor,
-                ctx.line_prefix,
-                stream.text,
-                context=ctx.line_context,
-                origin="speculative" if speculative else "upstream",
-                truncated=stream.truncated,
-            )
-            if entry is not None:
-                self._share(entry)
-
-        pipeline.stats.upstream_requests += 1
-        if speculative:
-            pipeline.stats.speculative_requests += 1
-        stream = inflight.start(
-            predicted=predicted,
-            uri=uri,
-            anchor=anchor,
-            line_prefix=ctx.line_prefix,
-            open_stream=lambda: timed_stream(backend, request, pipeline.metrics, clock),
-            on_complete=on_complete,
-            bounds=bounds,
-        )
-        logger.debug(
-            "upstream request %s for %r at line %d%s",
-            request.request_id, key, ctx.line, " (speculative)" if speculative else "",
-        )
-        if stream.first_line is not None:
-            stream.first_line.add_done_callback(on_first_line)
-        if stream.task is not None:
-            origin = "speculative" if speculative else "upstream"
-            stream.task.add_done_callback(
-                lambda task: self._keep_cut(task, stream, key, ctx.line_context, origin)
-            )
-        return stream
-
-    async def wait(self, stream: InflightStream, *, first_line: bool = False) -> str | None:
-        """The text of ``stream``; None when it failed or was cancelled under us.
-
-        ``first_line``: as soon as its first line is complete.
-        """
-        try:
-            text = await self._pipeline.inflight.wait(stream, first_line=first_line)
-        except AuthError as exc:
-            # No token: completions pause (empty answers) until one can be had.
-            self._pipeline.stats.upstream_errors += 1
-            self.notifier.problem("auth", f"completions paused, no access token: {exc}")
-            return None
-        except TransportError as exc:
-            self._pipeline.stats.upstream_errors += 1
-            self.notifier.problem("upstream", f"completion service failed: {exc}")
-            return None
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise  # this request was cancelled
-            # The stream was cancelled under us (the user diverged): no answer.
-            return None
-        self.notifier.resolved("auth", "access token obtained, completions resumed")
-        self.notifier.resolved("upstream", "completion service is answering again")
-        return text
-
-    async def flush(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for answers still being written to L2 (shutdown)."""
-        if self._background:
-            await asyncio.wait(set(self._background), timeout=timeout)
-
-    def _keep_cut(
-        self,
-        task: asyncio.Future[str],
-        stream: InflightStream,
-        key: ScopeKey,
-        context: str,
-        origin: str,
-    ) -> None:
-        """Keep the lines a cancelled stream finished, marked as cut, in L1 and L2.
-
-        The user moved away from the stream, nobody attached in time, or the
-        server stopped: the lines the model finished are still its answer for
-        that context (the first may be on screen already), and a window that
-        reaches the same state need not ask again. The unfinished line is
-        dropped and the entry is ``truncated``, so its end is never taken for
-        the end of the model's answer. A failed stream keeps nothing.
-        """
-        if not task.cancelled():
-            return
-        end = stream.text.rfind("\n")
-        text = stream.text[:end] if end > 0 else ""
-        if not text.strip():
-            return
-        pipeline = self._pipeline
-        entry = pipeline.store.put(
-            key,
-            stream.anchor,
-            stream.line_prefix,
-            text,
-            context=context,
-            origin=origin,
-            truncated=True,
-        )
-        if entry is not None:
-            pipeline.stats.cut_answers_kept += 1
-            logger.debug("kept %d finished characters of a cut stream for %r", len(text), key)
-            self._share(entry)
-
-    def _share(self, entry: CachedCompletion) -> None:
-        l2 = self._pipeline.l2
-        if l2 is None:
-            return
-        task = asyncio.ensure_future(l2.put(entry))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)

@@ -20,9 +20,10 @@ on a fast service, by ``throttle.maxPauseMs`` on a slow one):
   on; the model, once it has seen a line start, often finishes the line,
   and its stream lives on while the typing agrees with it
   (``lsp_server.completion.inflight``);
-* any other miss waits ``clamp(min, max, min(typing / 2, ttft / 4))`` where
-  ``typing`` is the smoothed interval between the user's keystrokes in that
-  document and ``ttft`` the smoothed time to first token of the service.
+* any other miss waits ``clamp(min, max, min(typing / 2, full_answer / 4))``
+  where ``typing`` is the smoothed interval between the user's keystrokes in
+  that document and ``full_answer`` the service's smoothed time from request
+  to the end of its answer.
 
 A fast typist's intermediate keystrokes are thus skipped (their requests are
 cancelled by the editor while they wait), while a slow typist or a fast
@@ -67,7 +68,9 @@ class MissThrottle:
         #: documents whose last change inserted a line break
         self._new_line: set[str] = set()
         self._typing: float | None = None
-        self._ttft: float | None = None
+        #: smoothed time from request to the stream's end (its whole answer)
+        self._full_answer: float | None = None
+        #: smoothed time from request to the first line shown
         self._answer: float | None = None
 
     def note_keystroke(self, uri: str, *, new_line: bool = False) -> None:
@@ -85,18 +88,22 @@ class MissThrottle:
         if last is not None and MIN_TYPING_INTERVAL <= now - last < MAX_TYPING_INTERVAL:
             self._typing = _ewma(self._typing, now - last)
 
-    def note_ttft(self, seconds: float) -> None:
-        """Record an upstream time to first token."""
-        self._ttft = _ewma(self._ttft, seconds)
+    def note_full_answer(self, seconds: float) -> None:
+        """Record the time an upstream stream took from request to its end.
+
+        Not the time to first token (Prometheus ``upstream_ttft_seconds``
+        measures that): the whole answer, as the in-flight grace needs it.
+        """
+        self._full_answer = _ewma(self._full_answer, seconds)
 
     def note_answer(self, seconds: float) -> None:
         """Record an upstream answer time: request sent to first line shown."""
         self._answer = _ewma(self._answer, seconds)
 
     @property
-    def ttft(self) -> float | None:
-        """The smoothed time to an upstream answer, once one was seen."""
-        return self._ttft
+    def full_answer(self) -> float | None:
+        """The smoothed time from request to a stream's end, once one was seen."""
+        return self._full_answer
 
     @property
     def typing(self) -> float | None:
@@ -148,8 +155,8 @@ class MissThrottle:
         candidates = [self.max_delay]
         if self._typing is not None:
             candidates.append(self._typing / 2)
-        if self._ttft is not None:
-            candidates.append(self._ttft / 4)
+        if self._full_answer is not None:
+            candidates.append(self._full_answer / 4)
         return max(self.min_delay, min(candidates))
 
     def pause(self) -> float:

@@ -24,9 +24,9 @@ def test_throttle_waits_nothing_at_line_start_and_adapts_elsewhere() -> None:
         now[0] += 0.08
         throttle.note_keystroke("u")
     assert abs(throttle.delay_for(at_line_start=False) - 0.04) < 1e-9
-    throttle.note_ttft(0.1)
+    throttle.note_full_answer(0.1)
     assert abs(throttle.delay_for(at_line_start=False) - 0.025) < 1e-9
-    assert throttle.ttft == 0.1
+    assert throttle.full_answer == 0.1
 
 
 def test_a_slow_service_makes_misses_wait_for_a_pause_in_the_typing() -> None:

@@ -240,7 +240,7 @@ class TimedRun:
         self._forget(stream)
         self.result.completed += 1
         if self.throttle is not None:
-            self.throttle.note_ttft(self.now - stream.start)
+            self.throttle.note_full_answer(self.now - stream.start)
         if stream.raw:
             self.cache.store(stream.origin, stream.raw)
             self._recent.setdefault(stream.uri, deque(maxlen=64)).append(stream)
