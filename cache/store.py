@@ -34,7 +34,7 @@ from typing import Any, Literal, NamedTuple
 
 from cachetools import Cache
 
-from cache.entry import CachedCompletion
+from cache.entry import CachedCompletion, Confidence
 from cache.keys import LineAnchor, ScopeKey
 from cache.typed import TypedThroughIndex
 
@@ -107,11 +107,13 @@ class CompletionStore:
         context: str,
         origin: str = "upstream",
         truncated: bool = False,
+        confidence: Confidence | None = None,
     ) -> CachedCompletion | None:
         """Store an answer once (plus continuations for its later lines); empty text is not.
 
         ``truncated``: the answer was cut (at the token limit, or it is what a
-        cancelled stream had finished).
+        cancelled stream had finished). ``confidence``: how sure the model
+        was of its tokens, kept with the answer and each continuation.
         """
         if not text:
             return None
@@ -123,6 +125,7 @@ class CompletionStore:
             created_at=self._timer(),
             origin=origin,
             truncated=truncated,
+            confidence=confidence,
         )
         if self._store(entry):
             self._register(entry, self._continuations(entry, context))
@@ -208,6 +211,7 @@ class CompletionStore:
         # the text before line i once the user has written the lines before it
         context = context + entry.line_prefix + lines[0] + "\n"
         out = []
+        start = len(lines[0]) + 1  # where line i starts in the answer
         for i in range(1, len(lines)):
             rest = "\n".join(lines[i:])
             if rest.strip():
@@ -220,9 +224,13 @@ class CompletionStore:
                         created_at=entry.created_at,
                         origin="continuation",
                         truncated=entry.truncated,
+                        confidence=(
+                            entry.confidence.after(start) if entry.confidence is not None else None
+                        ),
                     )
                 )
             context += lines[i] + "\n"
+            start += len(lines[i]) + 1
         return out
 
     def _register(self, entry: CachedCompletion, continuations: list[CachedCompletion]) -> None:

@@ -12,6 +12,13 @@ cancelling the task that iterates it) must cancel the upstream work.
 An answer the service cut at the token limit ends with ``CUT_AT_LENGTH``, an
 empty chunk: joined with the others it adds nothing, and ``is_cut`` tells the
 cache that the answer's end is not where the model ended the line.
+
+A backend that knows how sure the model was of its tokens yields them as
+``ScoredText`` chunks: text with ``probability``, the lowest of its tokens'
+(one chunk per token where the service allows). Asked for with
+``CompletionRequest.probabilities``; a plain ``str`` chunk says nothing of
+the model's confidence, and the pipeline then shows the answer as it would
+without probabilities, so a backend written before them keeps working.
 """
 
 from __future__ import annotations
@@ -41,6 +48,23 @@ CUT_AT_LENGTH: str = _LengthCut("")
 def is_cut(chunk: str) -> bool:
     """Whether ``chunk`` is the ``CUT_AT_LENGTH`` mark of an answer cut at the token limit."""
     return isinstance(chunk, _LengthCut)
+
+
+class ScoredText(str):
+    """A chunk of an answer and how sure the model was of it (the lowest of its tokens')."""
+
+    probability: float
+
+    def __new__(cls, text: str, probability: float) -> ScoredText:
+        """``text`` with ``probability`` in [0, 1] (clamped)."""
+        chunk = super().__new__(cls, text)
+        chunk.probability = min(1.0, max(0.0, probability))
+        return chunk
+
+
+def chunk_probability(chunk: str) -> float | None:
+    """The model's probability of ``chunk``, or None when the backend did not say."""
+    return chunk.probability if isinstance(chunk, ScoredText) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +103,8 @@ class CompletionRequest:
     repo_name: str = ""
     #: the document's identity (its URI), for keeping its requests on one server slot
     document: str = ""
+    #: ask for the tokens' probabilities (``ScoredText`` chunks) where the service gives them
+    probabilities: bool = False
 
 
 @dataclass(kw_only=True)

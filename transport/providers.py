@@ -26,6 +26,19 @@ OpenAI's ``finish_reason: "length"``, llama.cpp's ``stop_type: "limit"`` (or
 ``stopped_limit``; its ``truncated`` is about the prompt, not the answer),
 Ollama's ``done_reason: "length"``.
 
+Asked with ``CompletionRequest.probabilities``, each provider also asks for
+the probability of every generated token and yields the text as
+``ScoredText`` chunks, one per token where the tokens spell the text:
+llama.cpp's ``n_probs`` (each event's ``completion_probabilities``, with a
+``logprob`` per token; ``prob`` with ``post_sampling_probs``; ``probs`` with
+``tok_str`` in servers before late 2024), OpenAI's ``logprobs`` (vLLM and
+OpenAI: ``choices[].logprobs.tokens`` and ``token_logprobs``; llama.cpp's
+``/v1/completions``: ``choices[].logprobs.content``), Ollama's ``logprobs``
+(0.12.11 and later; an older Ollama ignores the field and the text comes as
+plain ``str``). A non-streamed answer (a service that ignored ``stream``) is
+not scored. A token whose text the service holds back (a possible start of a
+stop word) passes its probability on to the text that next arrives.
+
 Every malformed answer, and a stream that ends without its end marker (a
 truncated answer must not be cached), raises ``UpstreamProtocolError``.
 """
@@ -35,12 +48,13 @@ from __future__ import annotations
 import codecs
 import json
 import logging
+import math
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from transport.backend import CUT_AT_LENGTH, CompletionRequest
+from transport.backend import CUT_AT_LENGTH, CompletionRequest, ScoredText
 from transport.errors import ConfigurationError, UpstreamProtocolError
 from transport.options import EndpointOptions
 from transport.prompt import FIM_TEMPLATES, comment_block, fit_prompt, render_fim
@@ -123,6 +137,118 @@ def _cut_llamacpp(chunk: Any) -> bool:
     if not isinstance(chunk, dict):
         return False
     return chunk.get("stop_type") == "limit" or chunk.get("stopped_limit") is True
+
+
+def token_probability(record: Any) -> float | None:
+    """One generated token's probability from its record, or None if it has none.
+
+    ``logprob`` (llama.cpp since late 2024, Ollama, OpenAI's chat shape),
+    ``prob`` (llama.cpp with ``post_sampling_probs``), or the entry of
+    ``probs`` whose ``tok_str`` is the token's ``content`` (older llama.cpp).
+    """
+    if not isinstance(record, dict):
+        return None
+    logprob = _number(record.get("logprob"))
+    if logprob is not None:
+        return math.exp(min(0.0, logprob))
+    prob = _number(record.get("prob"))
+    if prob is not None:
+        return prob
+    candidates = record.get("probs")
+    if isinstance(candidates, list):
+        chosen = record.get("content")
+        for candidate in candidates:
+            if isinstance(candidate, dict) and candidate.get("tok_str") == chosen:
+                return _number(candidate.get("prob"))
+    return None
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a float when it is a JSON number (not a bool, not NaN)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+        return float(value)
+    return None
+
+
+def _token_text(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return None
+    text = record.get("token", record.get("content"))
+    return text if isinstance(text, str) else None
+
+
+class ScoredChunks:
+    """Turns one answer's text and token records into ``ScoredText`` chunks.
+
+    A token whose text the service held back (llama.cpp keeps a possible
+    start of a stop word until it knows) has a record but no text yet: its
+    probability waits and lowers the next chunk's.
+    """
+
+    __slots__ = ("_waiting",)
+
+    def __init__(self) -> None:
+        #: the lowest probability of tokens whose text has not arrived (None: none)
+        self._waiting: float | None = None
+
+    def chunks(self, text: str, tokens: list[tuple[str | None, float]]) -> list[str]:
+        """``text`` as chunks scored by ``tokens`` (each its text, if known, and probability).
+
+        One chunk per token when the tokens spell ``text``; else one chunk
+        with the lowest probability. Without any probability: plain ``text``.
+        """
+        if not tokens:
+            if not text:
+                return []
+            if self._waiting is None:
+                return [text]
+            probability, self._waiting = self._waiting, None
+            return [ScoredText(text, probability)]
+        if not text:
+            lowest = min(p for _, p in tokens)
+            self._waiting = lowest if self._waiting is None else min(self._waiting, lowest)
+            return []
+        waiting, self._waiting = self._waiting, None
+        pieces = [piece or "" for piece, _ in tokens]
+        if all(pieces) and "".join(pieces) == text:
+            out: list[str] = [
+                ScoredText(piece, p) for piece, (_, p) in zip(pieces, tokens, strict=True)
+            ]
+            if waiting is not None:
+                out[0] = ScoredText(pieces[0], min(waiting, tokens[0][1]))
+            return out
+        lowest = min(p for _, p in tokens)
+        return [ScoredText(text, lowest if waiting is None else min(waiting, lowest))]
+
+
+def scored_tokens(records: Any) -> list[tuple[str | None, float]]:
+    """(text, probability) of each token record that has a probability."""
+    if not isinstance(records, list):
+        return []
+    out: list[tuple[str | None, float]] = []
+    for record in records:
+        probability = token_probability(record)
+        if probability is not None:
+            out.append((_token_text(record), probability))
+    return out
+
+
+def openai_tokens(choice: Any) -> list[tuple[str | None, float]]:
+    """A choice's ``logprobs``: ``tokens``/``token_logprobs`` or llama.cpp's ``content``."""
+    logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+    if not isinstance(logprobs, dict):
+        return []
+    if isinstance(logprobs.get("content"), list):
+        return scored_tokens(logprobs["content"])
+    tokens, values = logprobs.get("tokens"), logprobs.get("token_logprobs")
+    if not isinstance(tokens, list) or not isinstance(values, list):
+        return []
+    out: list[tuple[str | None, float]] = []
+    for token, value in zip(tokens, values, strict=False):
+        logprob = _number(value)
+        if logprob is not None:
+            out.append((token if isinstance(token, str) else None, math.exp(min(0.0, logprob))))
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -317,6 +443,8 @@ class OpenAIProvider(Provider):
         stop = self.stop(request)
         if stop:
             body["stop"] = stop
+        if request.probabilities:
+            body["logprobs"] = 1  # the chosen token's, and one alternative
         return f"{self.options.openai_base}/completions", body
 
     def parse_body(self, body: Any, sink: UsageSink | None = None) -> str:
@@ -340,6 +468,7 @@ class OpenAIProvider(Provider):
     ) -> AsyncGenerator[str, None]:
         """SSE chunks until ``[DONE]`` (or a chunk with a finish reason)."""
         finished = cut = False
+        scored = ScoredChunks()
         async for data in sse_events(lines):
             if data.strip() == "[DONE]":
                 if cut:
@@ -354,8 +483,7 @@ class OpenAIProvider(Provider):
             if not isinstance(choices, list):
                 raise UpstreamProtocolError("answer chunk has no choices")
             for choice in choices[:1]:
-                text = _text_field(choice, "text")
-                if text:
+                for text in scored.chunks(_text_field(choice, "text"), openai_tokens(choice)):
                     yield text
                 finished = finished or bool(choice.get("finish_reason"))
                 cut = cut or _cut_openai(choice)
@@ -542,6 +670,9 @@ class LlamaCppProvider(Provider):
                 body["input_extra"] = [
                     {"filename": chunk.filename, "text": chunk.text} for chunk in request.extra
                 ]
+        if request.probabilities:
+            # each token's probability before sampling: the model's own confidence
+            body["n_probs"] = 1
         slot = self.slot_plan.slot_for(request.document, speculative=request.speculative)
         if slot is not None:
             body["id_slot"] = slot
@@ -564,11 +695,12 @@ class LlamaCppProvider(Provider):
         self, lines: AsyncIterable[str], sink: UsageSink | None = None
     ) -> AsyncGenerator[str, None]:
         """SSE chunks with ``content`` until one says ``stop: true``."""
+        scored = ScoredChunks()
         async for data in sse_events(lines):
             chunk = parse_json(data)
             text = _text_field(chunk, "content")
-            if text:
-                yield text
+            for piece in scored.chunks(text, scored_tokens(chunk.get("completion_probabilities"))):
+                yield piece
             if chunk.get("stop") is True:
                 self.report(llamacpp_usage(chunk), sink)
                 if _cut_llamacpp(chunk):
@@ -598,6 +730,8 @@ class OllamaProvider(Provider):
         if stop:
             options["stop"] = stop
         body: dict[str, Any] = {"model": self.model, "stream": True, "options": options}
+        if request.probabilities:
+            body["logprobs"] = True  # Ollama 0.12.11 and later; older ones ignore it
         if self.options.keep_alive:
             body["keep_alive"] = self.options.keep_alive
         if self.fim_template:
@@ -623,6 +757,7 @@ class OllamaProvider(Provider):
         self, lines: AsyncIterable[str], sink: UsageSink | None = None
     ) -> AsyncGenerator[str, None]:
         """NDJSON objects with ``response`` until ``done: true``."""
+        scored = ScoredChunks()
         async for line in lines:
             if not line.strip():
                 continue
@@ -630,8 +765,8 @@ class OllamaProvider(Provider):
             if isinstance(chunk, dict) and chunk.get("error"):
                 raise UpstreamProtocolError("the service reported an error mid-stream")
             text = _text_field(chunk, "response")
-            if text:
-                yield text
+            for piece in scored.chunks(text, scored_tokens(chunk.get("logprobs"))):
+                yield piece
             if chunk.get("done") is True:
                 self.report(ollama_usage(chunk), sink)
                 if chunk.get("done_reason") == "length":
