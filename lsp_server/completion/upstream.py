@@ -202,8 +202,16 @@ class AnswerTimes:
         self._host = host
         self.started = host.clock()
 
-    def first_line(self, _: object) -> None:
-        """The first line is complete: the time the user waited for a suggestion."""
+    def first_line(self, future: asyncio.Future[str]) -> None:
+        """The first line is complete: the time the user waited for a suggestion.
+
+        Only an answer counts. A stream cancelled or failed before its first
+        line says nothing of the service's speed; counted, a few quick
+        cancels would make a slow service look fast, and the pause rule,
+        the first-line wait and line-end speculation would switch off.
+        """
+        if future.cancelled() or future.exception() is not None:
+            return
         self._host.throttle.note_answer(self._host.clock() - self.started)
 
     def full_answer(self) -> None:

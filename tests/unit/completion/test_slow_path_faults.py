@@ -1,0 +1,135 @@
+"""Faults of the slow path: what the throttle learns, and one stream per document.
+
+The fake backend sits at the transport seam: each request streams what the
+test puts in its queue, so when the service answers, fails or is cancelled
+is the test's to decide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+from lsprotocol import types
+
+from cache.policies import make_policy
+from cache.store import CompletionStore
+from lsp_server.completion.inflight import InflightRegistry
+from lsp_server.completion.notify import UserNotifier
+from lsp_server.completion.pipeline import CompletionPipeline, keys_for
+from lsp_server.completion.throttle import MissThrottle
+from lsp_server.documents.store import DocumentStore
+from lsp_server.documents.syntax import SyntaxContext, syntax_context
+from lsp_server.observe.stats import ServerStats
+from lsp_server.settings import CompletionSettings
+from tests.support import conditions
+from transport.backend import CompletionBackend, CompletionRequest
+from transport.cost import LOCAL_SERVER, REMOTE_SERVICE, ServiceCost
+from transport.errors import NetworkError
+
+URI = "file:///p/app.py"
+HEAD = "def greet(name):\n"
+END = object()
+FAIL = object()
+
+
+class ScriptedBackend(CompletionBackend):
+    """Each request streams what the test puts in its queue: ``END`` ends it, ``FAIL`` fails it."""
+
+    def __init__(self, cost: ServiceCost) -> None:
+        self._cost = cost
+        self.requests: list[CompletionRequest] = []
+        self.queues: list[asyncio.Queue[object]] = []
+
+    def cost(self) -> ServiceCost:
+        return self._cost
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
+        self.requests.append(request)
+        queue: asyncio.Queue[object] = asyncio.Queue()
+        self.queues.append(queue)
+        while (chunk := await queue.get()) is not END:
+            if chunk is FAIL:
+                raise NetworkError("connection reset by the service")
+            assert isinstance(chunk, str)
+            yield chunk
+
+
+def pipeline(backend: ScriptedBackend) -> CompletionPipeline:
+    return CompletionPipeline(
+        store=CompletionStore(make_policy("hybrid", 64)),
+        backend=backend,
+        stats=ServerStats(),
+        throttle=MissThrottle(min_delay=0.0, max_delay=0.0, max_pause=0.6),
+        inflight=InflightRegistry(cost=backend.cost),
+        notifier=UserNotifier(lambda params: None),
+        completion=CompletionSettings(),
+    )
+
+
+async def until(check: Callable[[], bool], what: str = "the condition") -> None:
+    async def holds() -> bool:
+        return check()
+
+    await conditions.until(holds, what)
+
+
+def at(line_text: str, line: int = 1, head: str = HEAD) -> SyntaxContext:
+    doc = DocumentStore().open(URI, "python", 1, head + line_text)
+    return syntax_context(doc, types.Position(line=line, character=len(line_text)))
+
+
+def slow_service(pipe: CompletionPipeline) -> None:
+    """The user types a key every 0.1 s and the service took 5 s to a first line."""
+    now = [0.0]
+    pipe.throttle = MissThrottle(min_delay=0.0, max_delay=0.1, max_pause=0.6, clock=lambda: now[0])
+    for _ in range(5):
+        now[0] += 0.1
+        pipe.throttle.note_keystroke(URI)
+    pipe.throttle.note_answer(5.0)
+    assert pipe.throttle.slow
+
+
+async def test_streams_cancelled_before_their_first_line_teach_the_throttle_nothing() -> None:
+    backend = ScriptedBackend(REMOTE_SERVICE)
+    pipe = pipeline(backend)
+    slow_service(pipe)
+    for n in range(4):
+        ctx = at(f"    v{n}")
+        key, anchor = keys_for(ctx)
+        stream = pipe.upstream.start(URI, key, anchor, ctx)
+        assert stream.first_line is not None
+        # runs after the pipeline's own callbacks on the future (registration order)
+        settled = asyncio.Event()
+        stream.first_line.add_done_callback(lambda _: settled.set())
+        await until(lambda n=n: len(backend.queues) == n + 1)
+        pipe.inflight.cancel_document(URI)  # the user left: cancelled at once
+        await settled.wait()
+    assert pipe.throttle.answer == 5.0
+    assert pipe.throttle.slow  # still slow: the pause rule and the first-line wait stay on
+
+
+async def test_streams_that_failed_teach_the_throttle_nothing() -> None:
+    backend = ScriptedBackend(REMOTE_SERVICE)
+    pipe = pipeline(backend)
+    slow_service(pipe)
+    for n in range(4):
+        task = asyncio.ensure_future(pipe.complete(URI, at(f"    v{n}"), still_current=lambda: True))
+        await until(lambda n=n: len(backend.queues) == n + 1)
+        backend.queues[n].put_nowait(FAIL)
+        assert await task is None  # an error is never a suggestion
+    assert pipe.stats.upstream_errors == 4
+    assert pipe.throttle.answer == 5.0 and pipe.throttle.slow
+    assert pipe.throttle.full_answer is None  # no stream ended with an answer
+
+
+async def test_an_answer_that_arrives_still_teaches_the_throttle() -> None:
+    backend = ScriptedBackend(REMOTE_SERVICE)
+    pipe = pipeline(backend)
+    slow_service(pipe)
+    task = asyncio.ensure_future(pipe.complete(URI, at("    msg = "), still_current=lambda: True))
+    await until(lambda: len(backend.queues) == 1)
+    backend.queues[0].put_nowait('"hi"\n')
+    await task
+    await until(lambda: pipe.throttle.full_answer is not None)
+    assert pipe.throttle.answer is not None and pipe.throttle.answer < 5.0
