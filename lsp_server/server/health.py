@@ -7,7 +7,9 @@ the server knows about its configuration::
 
     {"ok": true | false,              # completions work
      "version": "0.1.0",
-     "endpoint": URL | null, "provider": "openai",
+     "endpoint": URL | null,          # the configured one, or the one discovery found
+     "provider": "openai",
+     "discovery": {...},              # scopecache/stats' ``endpoint``: state, source, message
      "settingsProblems": [...],       # every problem of the settings last received
      "notices": {topic: message},     # problems the user was told about
      "tls": {"used": bool, "verify": bool, "caFile": path | null,
@@ -50,7 +52,7 @@ async def health_answer(ls: ScopecacheServer) -> dict[str, Any]:
     """The ``scopecache/health`` answer of ``ls``."""
     from lsp_server.server.language_server import __version__
 
-    settings = ls.settings
+    settings = ls.discovery.resolve(ls.settings)
     if ls.backend is None and ls.endpoint_retry.problem is not None:
         await ls.rebuild_backend()
     ca_status = await asyncio.to_thread(ca_file_status, settings.transport.ca_file)
@@ -63,6 +65,7 @@ async def health_answer(ls: ScopecacheServer) -> dict[str, Any]:
         "version": __version__,
         "endpoint": settings.endpoint,
         "provider": settings.provider,
+        "discovery": ls.discovery.snapshot(ls.settings),
         "settingsProblems": list(ls.settings_problems),
         "notices": ls.notifier.active(),
         "tls": {
@@ -102,8 +105,11 @@ async def _upstream(ls: ScopecacheServer, settings: Settings, ca_status: str) ->
     backend = ls.backend
     if backend is None:
         if settings.endpoint is None:
-            result["message"] = "no endpoint set: the server runs but completes nothing"
-            result["fix"] = "set the endpoint setting to the completion service's base URL"
+            result["message"] = ls.discovery.message(settings)
+            result["fix"] = (
+                "start a completion server on one of discovery.ports, or set the endpoint "
+                "setting (scopecache.endpoint in VS Code) to the completion service's base URL"
+            )
             return result
         problem = ls.endpoint_retry.problem or "the endpoint settings cannot be used"
         result.update(status="error", kind="config", message=problem)

@@ -38,6 +38,7 @@ from lsp_server.observe.metrics import MetricsRegistry, pool_state
 from lsp_server.observe.stats import ServerStats
 from lsp_server.server import assembly
 from lsp_server.server.accepts import AcceptWatch
+from lsp_server.server.discovery import LocalDiscovery
 from lsp_server.server.endpoint_retry import EndpointRetry
 from lsp_server.server.first_use import rehearse_exclusion, rehearse_protocol
 from lsp_server.server.heap import settle_heap
@@ -132,6 +133,11 @@ class ScopecacheServer(LanguageServer):
         #: every problem of the settings last received, for ``scopecache/health``
         self.settings_problems: list[str] = []
         self.endpoint_retry = EndpointRetry()
+        #: with no endpoint set, the local completion server found on loopback
+        self.discovery = LocalDiscovery(
+            notifier=self.notifier, on_change=lambda: self.apply(self.settings)
+        )
+        self.discovery.allowed = backend is None
         self.served = ServedItems()
         #: suggestions shown and accepted, and what became of the accepted text
         self.accepts = AcceptWatch(self.documents, self.settings.acceptance)
@@ -170,6 +176,9 @@ class ScopecacheServer(LanguageServer):
             )
         if self.recorder is not None:
             self.recorder.acceptance_windows = self.accepts.ledger.windows
+        # With no endpoint set, the server discovery found (if any) is the endpoint.
+        self.discovery.configure(settings)
+        settings = self.discovery.resolve(settings)
         # L1 entries carry no endpoint/model/tenant: a new namespace starts empty,
         # so an answer of one model is never served under another.
         namespace_changed = self._changed("namespace", (assembly.cache_namespace(settings),))
@@ -231,7 +240,8 @@ class ScopecacheServer(LanguageServer):
         """
         if self.backend is not None or self.endpoint_retry.problem is None:
             return self.backend is not None
-        settings, signature = self.settings, self._signatures.get("backend")
+        settings = self.discovery.resolve(self.settings)
+        signature = self._signatures.get("backend")
         self.endpoint_retry.begin()
         try:
             backend = await asyncio.to_thread(assembly.build_backend, settings)
@@ -294,6 +304,7 @@ class ScopecacheServer(LanguageServer):
         self._started = True
         if self.backend is not None:
             self.spawn(self._warm_up(self.backend))
+        self.discovery.start()
         self.l2_link.start()
         self._sync_metrics_endpoint(self.settings)
         # CPU work, queued behind the warm-ups' first steps (they wait on I/O).
@@ -352,6 +363,7 @@ class ScopecacheServer(LanguageServer):
         if self._end_of_start_up is not None:
             self._end_of_start_up.cancel()
         self.collector.uninstall()
+        await self.discovery.aclose()
         if self.backend is not None:
             await self.backend.aclose()
         # Answers fetched just before the editor closed are still on their way
@@ -418,6 +430,7 @@ class ScopecacheServer(LanguageServer):
             "connectWaits": counters.connect_waits if counters else 0,
             "connectionsReady": counters.connections_ready if counters else 0,
         }
+        snapshot["endpoint"] = self.discovery.snapshot(self.settings)
         snapshot["provider"] = (
             self.backend.service() if self.backend is not None else {}
         ) or {"configured": self.settings.provider, "detected": None, "path": None}

@@ -158,8 +158,11 @@ class LlamaCppServer:
         threads: int = 1,
         slots: int = SLOTS,
         context: int = CONTEXT_TOKENS,
+        port: int = 0,
     ) -> None:
         self.workdir = workdir
+        #: the port on 127.0.0.1 to listen on (0: a free one)
+        self.port = port
         self.batch = batch
         #: llama-server's ``--cache-reuse``: shortest cached chunk reused by shifting (0: off)
         self.cache_reuse = cache_reuse
@@ -184,7 +187,7 @@ class LlamaCppServer:
             [
                 sys.executable, "-m", "tests.support.llamacpp",
                 str(self.model), str(self.batch), str(self.cache_reuse),
-                str(self.threads), str(self.slot_count), str(self.context),
+                str(self.threads), str(self.slot_count), str(self.context), str(self.port),
             ],
             stdout=subprocess.PIPE,
             stderr=log,
@@ -267,14 +270,15 @@ def serve(
     threads: int = 1,
     slots: int = SLOTS,
     context: int = CONTEXT_TOKENS,
+    port: int = 0,
 ) -> None:
-    """Run llama.cpp's server on 127.0.0.1 (a free port) until SIGTERM; print its URL."""
+    """Run llama.cpp's server on 127.0.0.1 (``port``; 0: any) until SIGTERM; print its URL."""
     import xllamacpp
 
     params = xllamacpp.CommonParams()
     params.model.path = model
     params.hostnames = ["127.0.0.1"]
-    params.port = 0
+    params.port = port
     params.n_ctx = context
     params.n_batch = batch
     params.n_ubatch = batch

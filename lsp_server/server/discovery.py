@@ -1,0 +1,237 @@
+"""With no ``endpoint`` set: find a completion server on loopback, say which, and look again later.
+
+The questions asked of each port are ``transport.discovery``'s (only
+127.0.0.1, only ``GET`` on the services' identifying paths, never a
+prompt). This module decides when to ask and what the server does with the
+answer. Its state is the ``endpoint`` field of ``scopecache/stats``:
+
+* ``configured``: the ``endpoint`` setting is set; nothing is probed.
+* ``searching``: the first look is under way.
+* ``found``: a server that completes code; its URL is used as the endpoint
+  (``source: discovered``) until the settings change.
+* ``loading``: a completion server still loading its model (llama.cpp
+  answers 503 while it loads): not an error; looked at again every second.
+* ``none``: nothing found; completions stay off, the user is told once
+  (naming the ``endpoint`` setting), and the ports are looked at again with
+  a back-off (1 s doubling to 30 s), so a server started after the editor
+  is found without a restart.
+* ``off``: no endpoint and ``discovery.enabled`` false: completions are off.
+
+Every look runs in one background task, never on a keystroke's way; the
+same settings sent again wake it at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from lsprotocol import types
+
+from lsp_server.completion.notify import UserNotifier
+from lsp_server.settings import Settings
+from transport.discovery import LOOPBACK, Discovery, PortAnswer, discover
+
+logger = logging.getLogger(__name__)
+
+#: seconds before looking again after nothing was found, and the longest wait
+FIRST_DELAY = 1.0
+MAX_DELAY = 30.0
+#: seconds between two looks at a server loading its model
+LOADING_RECHECK = 1.0
+#: the setting that names a server, as the VS Code user writes it
+VSCODE_SETTING = "scopecache.endpoint"
+#: how a user starts a server discovery finds (llama.cpp's code-completion preset)
+START_HINT = "llama-server --fim-qwen-1.5b-default (port 8012) or Ollama"
+
+Probe = Callable[[Sequence[int]], Awaitable[Discovery]]
+
+
+def _seen(discovery: Discovery) -> list[PortAnswer]:
+    return [a for a in discovery.answers if a.state not in ("closed", "found")]
+
+
+class LocalDiscovery:
+    """When to look for a local server, what was found, and how it is told."""
+
+    def __init__(
+        self,
+        *,
+        notifier: UserNotifier,
+        on_change: Callable[[], None],
+        probe: Probe = discover,
+        first_delay: float = FIRST_DELAY,
+        max_delay: float = MAX_DELAY,
+    ) -> None:
+        self._notifier = notifier
+        self._on_change = on_change
+        self._probe = probe
+        self._first = first_delay
+        self._max = max_delay
+        self._signature: tuple[Any, ...] | None = None
+        self._ports: tuple[int, ...] = ()
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._started = False
+        #: ``configured``, ``searching``, ``found``, ``loading``, ``none`` or ``off``
+        self.state = "configured"
+        #: the server in use, once found
+        self.found: PortAnswer | None = None
+        #: the completion server loading its model, while ``loading``
+        self.loading: PortAnswer | None = None
+        #: what the other listening ports held at the last look
+        self.seen: list[PortAnswer] = []
+        #: looks taken so far
+        self.probes = 0
+        #: set to False by a host that brings its own backend
+        self.allowed = True
+
+    # -- settings ---------------------------------------------------------
+
+    def configure(self, settings: Settings) -> None:
+        """Follow the settings: look when no endpoint is set, stop when one is."""
+        wanted = self.allowed and settings.endpoint is None and settings.discovery.enabled
+        ports = tuple(dict.fromkeys(settings.discovery.ports))
+        signature = (wanted, ports)
+        if signature == self._signature:
+            if wanted and self.state in ("none", "loading"):
+                self._wake.set()  # the same settings again: look now
+            return
+        self._signature = signature
+        self._ports = ports
+        self._stop()
+        self.found = self.loading = None
+        self.seen = []
+        if not wanted:
+            configured = settings.endpoint is not None or not self.allowed
+            self.state = "configured" if configured else "off"
+            self._notifier.resolved("discovery")
+            if self.state == "off":
+                logger.info("no endpoint set and discovery is off: completions are off")
+            return
+        self.state = "searching"
+        if self._started:
+            self._run()
+
+    def resolve(self, settings: Settings) -> Settings:
+        """``settings`` with the found server as the endpoint, when one was found."""
+        if settings.endpoint is not None or self.found is None:
+            return settings
+        return dataclasses.replace(settings, endpoint=self.found.url)
+
+    # -- the looks --------------------------------------------------------
+
+    def start(self) -> None:
+        """Start looking (from ``initialized`` on, off the start-up path)."""
+        self._started = True
+        if self.state == "searching" and self._task is None:
+            self._run()
+
+    def _run(self) -> None:
+        self._wake = asyncio.Event()
+        self._task = asyncio.ensure_future(self._look_until_found(self._ports))
+
+    def _stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+
+    async def _look_until_found(self, ports: tuple[int, ...]) -> None:
+        delay = self._first
+        while True:
+            self._wake.clear()
+            try:
+                discovery = await self._probe(ports)
+            except Exception:  # never let a look end the loop
+                logger.exception("looking for a local completion server failed")
+                discovery = Discovery()
+            self.probes += 1
+            self.seen = _seen(discovery)
+            chosen = discovery.chosen
+            if chosen is not None:
+                self._found(chosen)
+                return
+            if discovery.loading is not None:
+                self._loading(discovery.loading)
+                wait = LOADING_RECHECK
+            else:
+                self._none()
+                wait, delay = delay, min(delay * 2, self._max)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), wait)
+
+    def _found(self, answer: PortAnswer) -> None:
+        self.state, self.found, self.loading = "found", answer, None
+        logger.info("found a completion server on %s: %s", LOOPBACK, answer.describe())
+        self._notifier.resolved("discovery", f"found {answer.describe()}: completions are on")
+        self._on_change()
+
+    def _loading(self, answer: PortAnswer) -> None:
+        if self.state != "loading":
+            logger.info("%s is loading its model: completions start when it is ready",
+                        answer.describe())
+        self.state, self.loading = "loading", answer
+
+    def _none(self) -> None:
+        self.state, self.loading = "none", None
+        self._notifier.problem("discovery", self.message(), types.MessageType.Info)
+
+    async def aclose(self) -> None:
+        """Stop looking (shutdown)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    # -- what the user sees -----------------------------------------------
+
+    def message(self, settings: Settings | None = None) -> str:
+        """One sentence for the log, the stats, the status bar's tooltip and :checkhealth."""
+        if self.state == "found" and self.found is not None:
+            return (f"using {self.found.describe()}, found on {LOOPBACK}; set endpoint "
+                    f"({VSCODE_SETTING} in VS Code) to use another server")
+        if self.state == "loading" and self.loading is not None:
+            return (f"{self.loading.describe()} is loading its model: completions start "
+                    "when it is ready")
+        if self.state == "configured":
+            where = settings.endpoint if settings is not None else None
+            return f"endpoint set: {where}" if where else "the endpoint is set by the host"
+        if self.state == "off":
+            return (f"no endpoint set and discovery is off (discovery.enabled): completions "
+                    f"are off; set endpoint ({VSCODE_SETTING} in VS Code) to the completion "
+                    "service's base URL")
+        ports = ", ".join(str(p) for p in self._ports) or "none listed"
+        if self.state == "searching":
+            return f"looking for a completion server on {LOOPBACK} (ports {ports})"
+        others = "".join(f"; port {a.port}: {a.detail}" for a in self.seen)
+        return (f"no completion server found on {LOOPBACK} (ports {ports}{others}): completions "
+                f"are off; start one ({START_HINT}) or set endpoint ({VSCODE_SETTING} in VS "
+                "Code) to its base URL")
+
+    def snapshot(self, settings: Settings) -> dict[str, Any]:
+        """The ``endpoint`` field of ``scopecache/stats``."""
+        server = self.found if self.state == "found" else self.loading
+        url = settings.endpoint if self.state == "configured" else (server.url if server else None)
+        answer: dict[str, Any] = {
+            "url": url,
+            "kind": server.kind if server is not None else None,
+            "state": self.state,
+            "source": "configured" if self.state == "configured" else (
+                "discovered" if server is not None else None),
+            "setting": "endpoint",
+            "message": self.message(settings),
+        }
+        if server is not None:
+            answer["name"] = server.name
+            if server.model:
+                answer["model"] = server.model
+        if self.state != "configured":
+            answer["ports"] = list(self._ports)
+            answer["probes"] = self.probes
+            answer["seen"] = [a.to_json() for a in self.seen]
+        return answer
