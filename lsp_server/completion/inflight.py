@@ -29,9 +29,10 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
+from cache.entry import Confidence
 from cache.keys import LineAnchor
 from lsp_server.completion.bounds import AnswerBounds
-from transport.backend import is_cut
+from transport.backend import chunk_probability, is_cut
 from transport.cost import REMOTE_SERVICE, ServiceCost
 
 logger = logging.getLogger(__name__)
@@ -66,7 +67,13 @@ class InflightStream:
     doomed: bool = False
     #: the text once its first line is complete (or the stream ended)
     first_line: asyncio.Future[str] | None = field(default=None, repr=False)
+    #: (offset in ``text``, probability) of each chunk the service scored
+    scores: list[tuple[int, float]] = field(default_factory=list, repr=False)
     _grace: asyncio.TimerHandle | None = field(default=None, repr=False)
+
+    def confidence(self) -> Confidence | None:
+        """How sure the model was of ``text`` (None: the service gave no probabilities)."""
+        return Confidence.of_tokens(self.scores) if self.scores else None
 
     def typed_since(self, line_prefix: str) -> str | None:
         """What was typed since the stream started, or None if not the same line."""
@@ -183,6 +190,9 @@ class InflightRegistry:
                         raise asyncio.CancelledError
                 if is_cut(chunk):
                     stream.truncated = True
+                probability = chunk_probability(chunk)
+                if probability is not None:
+                    stream.scores.append((len(stream.text), probability))
                 stream.text += chunk
                 if stream.bounds is not None:
                     cut = stream.bounds.cut(stream.text, clock() - first_at)
