@@ -26,6 +26,8 @@ lint: setup
 	$(BIN)/python $(VSCODE)/scripts/settings_schema.py --check
 	$(BIN)/python $(VSCODE)/scripts/editor_languages.py --check
 	$(BIN)/python editors/neovim/scripts/helptags.py --check
+	$(BIN)/python scripts/settings_doc.py --check
+	$(BIN)/python scripts/check_docs.py
 	$(BIN)/python scripts/check_layers.py
 
 typecheck: setup
