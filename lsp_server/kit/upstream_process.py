@@ -1,7 +1,11 @@
 """Start the reference completion service as a child process.
 
-``replay`` and ``demo`` use it to get a real service on loopback (TLS,
-HTTP/2) over a corpus, exactly as a user would run ``scopecache upstream``.
+``replay``, ``demo`` and ``prewarm --reference-service`` use it to get a
+real service on loopback (TLS, HTTP/2) over a corpus, exactly as a user
+would run ``scopecache upstream``. They only read its counters (``GET
+/__stats``), so they start it without ``--control``: its switches stay off.
+TLS needs the ``tls`` extra; without it ``start`` fails at once with the
+command that installs it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Any
 
 import httpx
 
+from lsp_server.kit.reference.tls import TlsToolingMissing, tls_tooling_available
+
 #: how long the service may take to start listening
 START_TIMEOUT = 20.0
 
@@ -34,12 +40,14 @@ def reference_command(
     ttft_ms: float = 0.0,
     token_ms: float = 0.0,
     tls_dir: Path | None = None,
+    control: bool = False,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The command line of ``python -m lsp_server.kit.reference`` on 127.0.0.1, any free port.
 
     The service writes its port to ``port_file`` once it listens
-    (``read_port_file``); with ``tls_dir`` it serves TLS and writes ``ca.pem`` there.
+    (``read_port_file``); with ``tls_dir`` it serves TLS and writes ``ca.pem``
+    there; with ``control`` it answers its control endpoints (``--control``).
     """
     args = [
         sys.executable,
@@ -59,6 +67,8 @@ def reference_command(
     ]
     if tls_dir is not None:
         args += ["--tls-self-signed", str(tls_dir)]
+    if control:
+        args.append("--control")
     if corpus:
         args += ["--corpus", *corpus]
     return args
@@ -114,6 +124,8 @@ class ReferenceProcess:
 
     async def start(self) -> None:
         """Start the process and wait until ``/health`` answers."""
+        if self.tls and not tls_tooling_available():
+            raise UpstreamStartError(str(TlsToolingMissing()))
         port_file = self.workdir / "port"
         args = reference_command(
             port_file,

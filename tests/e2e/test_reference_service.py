@@ -401,6 +401,54 @@ def test_service_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
             proc.wait()
 
 
+# -- control endpoints -------------------------------------------------------
+
+#: every control request the service knows, each with a body it accepts
+CONTROL_REQUESTS: tuple[tuple[str, str, dict[str, Any] | None], ...] = (
+    ("POST", "/__stats/reset", None),
+    ("GET", "/__faults", None),
+    ("POST", "/__faults", {"mode": "status", "count": -1, "status": 503}),
+    ("DELETE", "/__faults", None),
+    ("POST", "/__auth", {"clientId": "c", "clientSecret": "s"}),
+    ("DELETE", "/__auth", None),
+    ("POST", "/__auth/revoke", None),
+    ("POST", "/__latency", {"ttftMs": 0, "tokenMs": 0}),
+)
+
+
+def control_answers(svc: ReferenceService, client: httpx.Client) -> dict[str, httpx.Response]:
+    return {
+        f"{method} {path}": client.request(method, svc.base + path, json=body)
+        for method, path, body in CONTROL_REQUESTS
+    }
+
+
+def test_control_endpoints_are_404_unless_the_service_is_started_with_control() -> None:
+    with ReferenceService(tls=False, control=False) as svc, svc.client(http2=False) as client:
+        answers = control_answers(svc, client)
+        completion = post(svc, client, {})
+        stats = client.get(svc.base + "/__stats")
+    assert {name: r.status_code for name, r in answers.items()} == dict.fromkeys(answers, 404)
+    assert all("--control" in r.json()["error"]["message"] for r in answers.values())
+    # nothing was switched: no fault armed, no token mode, the counters kept
+    assert completion.status_code == 200
+    assert stats.status_code == 200 and stats.json()["requests"]["/v1/completions"] == 1
+
+
+def test_control_endpoints_answer_when_the_service_is_started_with_control(
+    plain_service: ReferenceService,
+) -> None:
+    svc = plain_service
+    try:
+        with svc.client(http2=False) as client:
+            answers = control_answers(svc, client)
+    finally:
+        svc.reset()
+    assert {name: r.status_code for name, r in answers.items()} == dict.fromkeys(answers, 200)
+    assert answers["POST /__faults"].json()["armed"]
+    assert answers["POST /__auth"].json()["tokenMode"] is True
+
+
 # -- faults ------------------------------------------------------------------
 
 
@@ -692,5 +740,5 @@ def test_upstream_help_states_the_default_port_and_the_corpus_limit() -> None:
     from lsp_server.kit.reference.cli import build_parser
 
     text = " ".join(build_parser().format_help().split())
-    assert "default 8443" in text
-    assert "--corpus-limit-mb MB" in text and "default 16" in text
+    assert "default: 8443" in text
+    assert "--corpus-limit-mb MB" in text and "default: 16" in text

@@ -3,10 +3,11 @@
 ``ReferenceService`` starts ``python -m lsp_server.kit.reference`` on 127.0.0.1
 with port 0 and a port file, optionally with TLS (a fresh trustme CA in a
 temporary directory), waits for ``/health`` and always kills the process on
-``stop()`` / context exit. Control helpers talk to the service's ``/__``
-endpoints over one persistent HTTP/1.1 connection, so they add at most one
-TCP connection to the service's ``connections`` counter (and never to
-``completionConnections``).
+``stop()`` / context exit. It passes ``--control`` unless told not to
+(``control=False``), so the control helpers can use the service's ``/__``
+endpoints; they talk to them over one persistent HTTP/1.1 connection, so
+they add at most one TCP connection to the service's ``connections`` counter
+(and never to ``completionConnections``).
 
     with ReferenceService(token_ms=5) as svc:
         client = httpx.Client(http2=True, verify=svc.ca_file)
@@ -56,8 +57,10 @@ class ReferenceService:
         workdir: str | os.PathLike[str] | None = None,
         log_level: str = "WARNING",
         extra_args: Sequence[str] = (),
+        control: bool = True,
     ) -> None:
         self.tls = tls
+        self.control = control
         self.corpus = [str(p) for p in (corpus if corpus is not None else [DEFAULT_CORPUS])]
         self.ttft_ms = ttft_ms
         self.token_ms = token_ms
@@ -146,6 +149,7 @@ class ReferenceService:
             ttft_ms=self.ttft_ms,
             token_ms=self.token_ms,
             tls_dir=self.workdir / "tls" if self.tls else None,
+            control=self.control,
             extra_args=[*extra, *self.extra_args],
         )
 

@@ -4,15 +4,19 @@ Completion endpoints (OpenAI completions and chat, llama.cpp ``/infill``,
 Ollama ``/api/generate``; shapes in ``dialects``) answer from the corpus
 engine. Around them: ``GET /health``, ``GET /v1/models``, the OAuth 2.0
 client-credentials endpoint ``POST /oauth/token`` (token mode, see
-``tokens``) and control endpoints for tests, all under ``/__``:
+``tokens``), the read-only counters at ``GET /__stats`` (see ``stats``) and
+control endpoints for tests, all under ``/__``:
 
-- ``GET /__stats``, ``POST /__stats/reset`` (see ``stats``)
+- ``POST /__stats/reset`` (zero the counters)
 - ``GET|POST|DELETE /__faults`` (see ``faults``)
 - ``POST|DELETE /__auth``, ``POST /__auth/revoke`` (token mode on/off, revoke)
 - ``POST /__latency`` ``{"ttftMs": x, "tokenMs": y}`` (change emulated latency)
 
-Control endpoints need no credentials: the service is a local test and
-demo tool; it listens on loopback by default.
+The control endpoints answer only when the service was started with
+``--control`` (``control=True``); otherwise they are 404, so a service left
+running as an offline completer cannot be switched into failing, demanding
+tokens or slowing down by whoever reaches its port. They need no credentials:
+with ``--control`` the service is a local test tool on loopback.
 """
 
 from __future__ import annotations
@@ -62,8 +66,11 @@ class ReferenceApp:
         close_after_stream: bool = False,
         keep_alive_header: float | None = None,
         identify_as: str = "openai",
+        control: bool = False,
     ) -> None:
         self.engine = engine
+        #: answer the control endpoints (``--control``); off, they are 404
+        self.control = control
         #: close the TCP connection after every streamed response (llama-server does)
         self.close_after_stream = close_after_stream
         #: announce ``Keep-Alive: timeout=N`` on HTTP/1.1 responses
@@ -204,6 +211,13 @@ class ReferenceApp:
 
     async def _control(self, method: str, path: str, receive: Receive, send: Send) -> None:
         raw = await asgi.read_body(receive)
+        if path == "/__stats" and method == "GET":
+            await asgi.send_json(send, 200, self.stats.snapshot())
+            return
+        if not self.control:
+            hint = "control endpoints are off: start the service with --control to use them"
+            await asgi.send_error(send, 404, f"no route for {method} {path} ({hint})")
+            return
         try:
             body = json.loads(raw) if raw.strip() else {}
         except ValueError:
@@ -212,9 +226,7 @@ class ReferenceApp:
         if not isinstance(body, dict):
             await asgi.send_error(send, 400, "control bodies are JSON objects")
             return
-        if path == "/__stats" and method == "GET":
-            await asgi.send_json(send, 200, self.stats.snapshot())
-        elif path == "/__stats/reset" and method == "POST":
+        if path == "/__stats/reset" and method == "POST":
             self.stats.reset()
             await asgi.send_json(send, 200, self.stats.snapshot())
         elif path == "/__faults":

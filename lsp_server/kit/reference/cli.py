@@ -5,6 +5,10 @@ identical by a test); ``run(args)`` binds the socket (port 0 picks a free
 one), writes the port to ``--port-file`` once listening, prints to stderr
 where it listens and the settings to paste (``endpoint`` with ``/v1``, and
 ``transport.caFile`` when it serves TLS), and serves until SIGINT or SIGTERM.
+
+Exit codes: 0 stopped by SIGINT or SIGTERM; 1 the address cannot be bound;
+2 bad usage (an unset ``--require-key-env`` variable, ``--corpus-limit-mb``
+not above 0, ``--tls-self-signed`` without the ``tls`` extra).
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ from hypercorn.config import Config
 from lsp_server.kit.reference.app import ReferenceApp
 from lsp_server.kit.reference.corpus import engine_for
 from lsp_server.kit.reference.listener import Listener
-from lsp_server.kit.reference.options import add_arguments
+from lsp_server.kit.reference.options import EPILOG, add_arguments
 from lsp_server.kit.reference.responder import Latency
-from lsp_server.kit.reference.tls import server_context, write_tls_files
+from lsp_server.kit.reference.tls import TlsToolingMissing, server_context, write_tls_files
 from lsp_server.kit.reference.tokens import TokenAuthority
 
 logger = logging.getLogger(__name__)
@@ -41,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m lsp_server.kit.reference",
         description="The scopecache reference completion service.",
+        epilog=EPILOG,
     )
     add_arguments(parser)
     return parser
@@ -92,11 +97,16 @@ async def serve(args: argparse.Namespace) -> int:
         close_after_stream=args.close_after_stream,
         keep_alive_header=args.keep_alive_timeout,
         identify_as=args.identify_as,
+        control=args.control,
     )
     context = None
     tls_files = None
     if args.tls_self_signed:
-        tls_files = write_tls_files(args.tls_self_signed)
+        try:
+            tls_files = write_tls_files(args.tls_self_signed)
+        except TlsToolingMissing as exc:
+            print(f"scopecache upstream: {exc}", file=sys.stderr)
+            return 2
         context = server_context(tls_files, http2=not args.http1_only)
     try:
         sock = _bind(args.host, args.port)
@@ -126,6 +136,8 @@ async def serve(args: argparse.Namespace) -> int:
         protocols = "http/1.1 only"
     if args.close_after_stream:
         protocols += ", closes after each stream"
+    if args.control:
+        protocols += ", control endpoints on"
     lines = [
         f"scopecache upstream listening on {scheme}://{host}:{port} ({protocols}); "
         f"corpus {engine.documents} files, {engine.size} chars",

@@ -8,19 +8,28 @@ trusts it keeps trusting it across restarts. The server certificate names
 a wildcard stand for a whole label directly under a top-level domain, so
 ``*.test`` alone would not cover ``completions.test``) and any names in
 ``SCOPECACHE_UPSTREAM_TLS_NAMES`` (comma-separated).
+
+trustme (and the cryptography it builds on, some 16 MB) is the ``tls``
+extra, not a core dependency: an editor's install never serves TLS from
+here. It is imported only when a certificate is made, so the service runs
+over cleartext HTTP without it; asking for TLS without it raises
+``TlsToolingMissing`` with the command that installs it.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-
-import trustme
+from types import ModuleType
 
 logger = logging.getLogger(__name__)
+
+#: the command that installs the certificate tooling (the ``tls`` extra)
+TLS_EXTRA_INSTALL = "pip install 'scopecache[tls]'"
 
 EXTRA_NAMES_ENV = "SCOPECACHE_UPSTREAM_TLS_NAMES"
 DEFAULT_NAMES = (
@@ -37,6 +46,30 @@ DEFAULT_NAMES = (
 )
 
 
+class TlsToolingMissing(RuntimeError):
+    """TLS was asked for, but the ``tls`` extra (trustme) is not installed."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "serving TLS needs the certificate tooling of the tls extra, which is not "
+            f"installed: run {TLS_EXTRA_INSTALL} (pipx: pipx install 'scopecache[tls]' "
+            "--force), or leave out --tls-self-signed to serve cleartext HTTP"
+        )
+
+
+def tls_tooling_available() -> bool:
+    """Whether ``write_tls_files`` can work: the ``tls`` extra is installed."""
+    return importlib.util.find_spec("trustme") is not None
+
+
+def _trustme() -> ModuleType:
+    try:
+        import trustme
+    except ImportError as exc:
+        raise TlsToolingMissing() from exc
+    return trustme
+
+
 @dataclass(frozen=True)
 class TlsFiles:
     """Paths of the PEM files written for the service."""
@@ -47,7 +80,11 @@ class TlsFiles:
 
 
 def write_tls_files(directory: str | os.PathLike[str]) -> TlsFiles:
-    """Create (or reuse) the CA in ``directory`` and issue a server certificate."""
+    """Create (or reuse) the CA in ``directory`` and issue a server certificate.
+
+    Raises ``TlsToolingMissing`` when the ``tls`` extra is not installed.
+    """
+    trustme = _trustme()
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     ca_file, ca_key = root / "ca.pem", root / "ca-key.pem"
