@@ -178,10 +178,18 @@ class CompletionSettings:
     #: closing brackets, quotes or whitespace (or the suggestion ends with it),
     #: ``"always"``, or ``"never"``
     mid_line: MidLine = "closers"
+    #: ask the service for token probabilities (llama.cpp ``n_probs``, OpenAI
+    #: ``logprobs``, Ollama ``logprobs``) and show a suggestion only as far as
+    #: the model is sure of it; a service without them is unaffected
+    confidence: bool = True
+    #: a token the model gave less than this probability ends what is shown of a
+    #: suggestion (a suggestion that starts with one is not shown); 0 shows all
+    min_probability: float = 0.3
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""
         _check(self.max_tokens >= 1, "maxTokens must be >= 1")
+        _check(0.0 <= self.min_probability <= 0.99, "minProbability must be in [0, 0.99]")
         _check(self.max_generation_ms >= 0, "maxGenerationMs must be >= 0")
         _check(self.max_prompt_tokens >= 16, "maxPromptTokens must be >= 16")
         _check(0.0 <= self.temperature <= 2.0, "temperature must be in [0, 2]")

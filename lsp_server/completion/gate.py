@@ -130,7 +130,7 @@ def gate(
         return Verdict("")
     if confidence is not None and bar.min_probability > 0.0:
         sure = confidence.sure_length(bar.min_probability)
-        if sure is not None:
+        if sure is not None and sure < len(text):
             text = _whole_lines(text, sure)
             if not text.strip():
                 return Verdict("", UNSURE)

@@ -17,7 +17,13 @@ Lookup order for one request (DESIGN.md, "One keystroke, as data"):
    the user keeps only the lines it finished, marked cut (``truncated``).
 
 Whatever is served is checked against the document once more just before it
-goes out: if the buffer moved on while we waited, nothing is shown.
+goes out: if the buffer moved on while we waited, nothing is shown. Then
+``gate`` decides what of it is worth showing: cut where the model became
+unsure (the probabilities kept with the answer, so a typed-through hit keeps
+its cut), without what repeats the text around the cursor; what is held back
+is counted by reason (``ServerStats.held_back``). The bar to show comes from
+``show_bar`` (language, scope kind, source), the seam where what the
+developer kept adjusts it.
 
 ``complete_now`` answers an L1 hit in the same call, without an ``await``
 (the server writes it out in the loop iteration that read the request); for
@@ -42,10 +48,19 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
-from cache.entry import CachedCompletion
+from cache.entry import CachedCompletion, Confidence
 from cache.keys import LineAnchor, ScopeKey, fingerprint
 from cache.store import CompletionStore, Hit
 from lsp_server.completion.bounds import MAX_SUGGESTION_LINES
+from lsp_server.completion.gate import (
+    LOW_KEPT,
+    BarSource,
+    ShowBar,
+    Surroundings,
+    gate,
+    line_above_of,
+    next_line_of,
+)
 from lsp_server.completion.inflight import InflightRegistry
 from lsp_server.completion.mid_line import position_allowed, suggestion_allowed
 from lsp_server.completion.notify import UserNotifier
@@ -84,6 +99,13 @@ class Suggestion(NamedTuple):
     shared_speculative: bool = False
     #: the answer came from the shared tier: another process may have fetched it
     from_l2: bool = False
+    #: how sure the model was of ``text`` (None: the service did not say)
+    confidence: Confidence | None = None
+
+
+def scope_kind_of(ctx: SyntaxContext) -> str:
+    """The innermost scope's node type at the cursor (``text`` without a tree)."""
+    return ctx.scope_chain[-1] if ctx.scope_chain else "text"
 
 
 def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
@@ -164,6 +186,7 @@ class CompletionPipeline:
         metrics: MetricsRegistry | None = None,
         prompt_context: Callable[[str], PromptContext] | None = None,
         source_muted: Callable[[str], bool] | None = None,
+        show_bar: BarSource | None = None,
     ) -> None:
         self.store = store
         self.backend = backend
@@ -178,6 +201,9 @@ class CompletionPipeline:
         self.completion = completion
         #: whether suggestions from a source are withheld now (``acceptance.muteBelow``)
         self.source_muted = source_muted
+        #: the bar a suggestion must pass, by language, scope kind and source
+        #: (None: ``completion.minProbability`` everywhere)
+        self.show_bar = show_bar
         self.upstream = UpstreamStreams(self, notifier=notifier, completion=completion)
         self.turns = DocumentTurns(
             inflight, needed=lambda: inflight.cost().queues_requests or throttle.slow
@@ -275,9 +301,11 @@ class CompletionPipeline:
             and self.source_muted is not None
             and self.source_muted(suggestion.source)
         ):
-            suggestion = None  # its source's suggestions were kept too little: stay silent
+            # its source's suggestions were kept too little: stay silent
+            self.stats.held_back[LOW_KEPT] += 1
+            suggestion = None
         if suggestion is not None:
-            text = fit_to_line(suggestion.text, line_suffix)
+            text = self._shown(suggestion, request.ctx)
             if text:
                 self.stats.record_served(suggestion.source, latency_ms)
                 if suggestion.shared_speculative:
@@ -292,6 +320,28 @@ class CompletionPipeline:
         outcome, source = ("error", "upstream") if failed else ("empty", "none")
         self.metrics.record_request(method, source, outcome, latency_ms / 1000.0)
         return None
+
+    def bar(self, ctx: SyntaxContext, source: str) -> ShowBar:
+        """The bar ``source``'s suggestion at ``ctx`` must pass."""
+        if self.show_bar is not None:
+            return self.show_bar(ctx.language, scope_kind_of(ctx), source)
+        completion = self.completion
+        return ShowBar(
+            min_probability=completion.min_probability if completion.confidence else 0.0,
+            max_lines=MAX_SUGGESTION_LINES,
+        )
+
+    def _shown(self, suggestion: Suggestion, ctx: SyntaxContext) -> str:
+        """What of ``suggestion`` goes out at ``ctx`` ("" if nothing; counted why)."""
+        around = Surroundings(
+            ctx.line_prefix, ctx.line_suffix, next_line_of(ctx.suffix),
+            line_above_of(ctx.line_context),
+        )  # fmt: skip
+        bar = self.bar(ctx, suggestion.source)
+        verdict = gate(suggestion.text, suggestion.confidence, bar, around)
+        if verdict.held_back is not None:
+            self.stats.held_back[verdict.held_back] += 1
+        return verdict.text
 
     async def _lookup_beyond_l1(self, request: _Request) -> Suggestion | None:
         """After an L1 miss: the streams in flight, L2, then upstream after the throttle."""
@@ -337,10 +387,15 @@ class CompletionPipeline:
         hit = self.store.lookup(key, anchor, ctx.line_prefix)
         if hit is None:
             return None
-        shared = hit.entry.origin == SPECULATIVE_FROM_L2
+        entry = hit.entry
+        shared = entry.origin == SPECULATIVE_FROM_L2
+        confidence = entry.confidence
+        if confidence is not None and len(hit.text) < len(entry.text):
+            confidence = confidence.after(len(entry.text) - len(hit.text))  # typed through
         return Suggestion(
-            hit.text, _hit_source(hit), shared_speculative=shared, from_l2=hit.entry.from_l2
-        )
+            hit.text, _hit_source(hit), shared_speculative=shared, from_l2=entry.from_l2,
+            confidence=confidence,
+        )  # fmt: skip
 
     async def _attach(self, anchor: LineAnchor, ctx: SyntaxContext) -> Suggestion | None:
         stream = self.inflight.find(anchor, ctx.line_prefix)
@@ -351,7 +406,10 @@ class CompletionPipeline:
         if text is None or len(text) <= len(typed) or not text.startswith(typed):
             return None
         source = "speculative" if stream.predicted is not None else "inflight"
-        return Suggestion(text[len(typed) :], source)
+        confidence = stream.confidence()
+        if confidence is not None:
+            confidence = confidence.after(len(typed))
+        return Suggestion(text[len(typed) :], source, confidence=confidence)
 
     async def _from_l2(
         self, key: ScopeKey, anchor: LineAnchor, ctx: SyntaxContext
@@ -367,7 +425,7 @@ class CompletionPipeline:
             return None
         # An empty text is a stored "nothing to suggest here": answered, not asked again.
         self.store.add_entry(entry)
-        return Suggestion(entry.text, "l2", from_l2=True)
+        return Suggestion(entry.text, "l2", from_l2=True, confidence=entry.confidence)
 
     async def _upstream(
         self,
@@ -384,7 +442,7 @@ class CompletionPipeline:
                 line_done()
         if not text:
             return None
-        return Suggestion(text, "upstream")
+        return Suggestion(text, "upstream", confidence=stream.confidence())
 
     def prefetch(
         self, uri: str, ctx: SyntaxContext, *, predicted: tuple[int, str], ask: bool = True
@@ -409,7 +467,7 @@ class CompletionPipeline:
             return False
         self._read_prompt(ctx)  # before the L2 lookup below lets the document change
         if self.l2 is None:
-            self.upstream.start(uri, key, anchor, ctx, predicted=predicted)
+            self.upstream.speculate(uri, key, anchor, ctx, predicted, self.turns)
             return True
         self._prefetching.add(uri)
         task = asyncio.ensure_future(
@@ -420,8 +478,12 @@ class CompletionPipeline:
         return True
 
     def speculating(self, uri: str) -> bool:
-        """Whether a speculative prefetch of ``uri`` is under way (L2 lookup or stream)."""
-        return uri in self._prefetching or self.inflight.speculating(uri)
+        """Whether a speculative prefetch of ``uri`` is under way (L2 lookup, turn or stream)."""
+        return (
+            uri in self._prefetching
+            or self.inflight.speculating(uri)
+            or self.upstream.waiting_to_speculate(uri)
+        )
 
     async def _prefetch_shared(
         self,
@@ -461,7 +523,7 @@ class CompletionPipeline:
             if self.inflight.find(anchor, ctx.line_prefix) is not None:
                 return
             if self.backend is not None:
-                self.upstream.start(uri, key, anchor, ctx, predicted=predicted)
+                self.upstream.speculate(uri, key, anchor, ctx, predicted, self.turns)
         finally:
             self._prefetching.discard(uri)
 

@@ -16,6 +16,9 @@ from typing import Any
 #: the sources a suggestion can be served from, as reported in stats
 SOURCES = ("exact", "typed", "inflight", "l2", "upstream", "speculative")
 
+#: why a suggestion was held back (``completion/gate.py``), as ``heldBack`` names them
+HELD_BACK = ("unsure", "lowKept", "repeat", "whitespace")
+
 #: latency samples kept per source
 DEFAULT_WINDOW = 4096
 
@@ -55,6 +58,8 @@ class ServerStats:
     rejected_stale: int = 0
     #: suggestions not shown because of text after the cursor (``completion.midLine``)
     mid_line_suppressed: int = 0
+    #: suggestions found but not shown, by reason (``HELD_BACK``)
+    held_back: Counter[str] = field(default_factory=Counter)
     accepted: int = 0
     keystrokes: int = 0
     _latency: dict[str, deque[float]] = field(default_factory=dict)
@@ -110,6 +115,7 @@ class ServerStats:
             "cutAnswersKept": self.cut_answers_kept,
             "rejectedStale": self.rejected_stale,
             "midLineSuppressed": self.mid_line_suppressed,
+            "heldBack": {reason: self.held_back.get(reason, 0) for reason in HELD_BACK},
             "accepted": self.accepted,
             "keystrokes": self.keystrokes,
             "latencyMs": {

@@ -1,0 +1,90 @@
+"""What of a suggestion is shown: cut where the model is unsure, without what repeats."""
+
+from __future__ import annotations
+
+import pytest
+
+from cache.entry import Confidence
+from lsp_server.completion.gate import (
+    REPEAT,
+    UNSURE,
+    WHITESPACE,
+    ShowBar,
+    Surroundings,
+    Verdict,
+    gate,
+    line_above_of,
+    next_line_of,
+)
+
+BAR = ShowBar(min_probability=0.5)
+AT_END = Surroundings(line_prefix="    total = ", line_suffix="")
+
+
+def sure(*doubts: tuple[int, float]) -> Confidence:
+    return Confidence.of_tokens(doubts)
+
+
+def test_a_suggestion_is_cut_where_its_first_unsure_token_starts() -> None:
+    text = "compute(values, factor)"
+    assert gate(text, sure((8, 0.9), (14, 0.2)), BAR, AT_END) == Verdict("compute(values")
+
+
+def test_a_suggestion_whose_start_is_unsure_is_held_back() -> None:
+    assert gate("compute(x)", sure((0, 0.3)), BAR, AT_END) == Verdict("", UNSURE)
+    # cut to nothing but blanks is as unsure
+    assert gate("  compute(x)", sure((2, 0.3)), BAR, AT_END) == Verdict("", UNSURE)
+
+
+def test_without_probabilities_or_bar_nothing_is_cut() -> None:
+    assert gate("compute(x)", None, BAR, AT_END) == Verdict("compute(x)")
+    assert gate("compute(x)", sure((0, 0.01)), ShowBar(0.0), AT_END) == Verdict("compute(x)")
+
+
+def test_a_block_is_cut_at_the_end_of_the_last_line_before_the_unsure_one() -> None:
+    block = "\n    a = 1\n    b = compute()\n    return b"
+    at_opener = Surroundings(line_prefix="def f():", line_suffix="")
+    unsure_at = block.index("compute")
+    assert gate(block, sure((unsure_at, 0.1)), BAR, at_opener) == Verdict("\n    a = 1")
+    # unsure on the second line of a block: whole first line kept
+    first_line_doubt = sure((block.index("1"), 0.1))
+    assert gate(block, first_line_doubt, BAR, at_opener) == Verdict("", UNSURE)
+
+
+def test_a_block_is_bounded_in_lines() -> None:
+    block = "".join(f"\n    a{i} = {i}" for i in range(12))
+    shown = gate(block, None, ShowBar(0.5, max_lines=4), Surroundings("def f():", "")).text
+    assert shown.count("\n") == 3
+
+
+def test_the_part_that_repeats_the_text_after_the_cursor_is_trimmed() -> None:
+    around = Surroundings(line_prefix="print(", line_suffix=")")
+    assert gate("name)", None, BAR, around) == Verdict("name")
+    assert gate(")", None, BAR, around) == Verdict("", REPEAT)
+
+
+def test_a_line_that_repeats_the_line_below_or_above_is_held_back() -> None:
+    around = Surroundings("    ", "", next_line="return total", line_above="total = 0")
+    assert gate("return total", None, BAR, around) == Verdict("", REPEAT)
+    assert gate("total = 0", None, BAR, around) == Verdict("", REPEAT)
+    assert gate("total += 1", None, BAR, around) == Verdict("total += 1")
+
+
+def test_block_lines_that_reach_the_next_line_or_loop_are_cut() -> None:
+    around = Surroundings("def f():", "", next_line="return x")
+    assert gate("\n    x = 1\n    return x\n", None, BAR, around) == Verdict("\n    x = 1")
+    looping = "\n    x += 1\n    x += 1\n    x += 1"
+    assert gate(looping, None, BAR, around) == Verdict("\n    x += 1")
+    assert gate("\n    return x", None, BAR, around) == Verdict("", REPEAT)
+
+
+@pytest.mark.parametrize("text", ["   ", ")", "])", "  }", "\n  \n", '")', ";"])
+def test_only_whitespace_or_closers_is_held_back(text: str) -> None:
+    assert gate(text, None, BAR, AT_END) == Verdict("", WHITESPACE)
+
+
+def test_the_text_around_is_read_from_its_nearest_non_blank_lines() -> None:
+    assert next_line_of("tail of line\n\n   \n    return x\nmore") == "return x"
+    assert next_line_of("only this line") == ""
+    assert line_above_of("a = 1\n    b = 2\n\n") == "b = 2"
+    assert line_above_of("") == ""
