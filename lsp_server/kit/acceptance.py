@@ -112,7 +112,7 @@ def session_acceptance(header: TraceHeader, events: Iterable[Event]) -> dict[str
             )
         elif isinstance(event, AcceptEvent):
             ledger.accept(event.item, event.length, event.kind)
-        elif isinstance(event, ChangeEvent) and ledger.watching(event.uri):
+        elif isinstance(event, ChangeEvent) and ledger.expecting(event.uri):
             if any(change.range is None for change in event.changes):
                 before = texts.docs.text(event.uri)
                 texts.docs.apply(event)

@@ -6,11 +6,23 @@ kit reads back). It is told three things:
 * ``shown``: a suggestion went out (its id, where, its text, and its
   ``Attribution``: source, language, scope kind);
 * ``accept``: the editor accepted it, in full or a part (a word, a line):
-  the newly accepted characters start to be followed (``AcceptedRange``);
+  the newly accepted characters start to be followed (``FollowedText``);
 * ``edit`` / ``replaced`` / ``closed``: what happens to the documents
-  afterwards. A document with no accepted text being followed costs one
-  dictionary lookup per change; one that has costs a constant per followed
-  accept (at most ``PENDING_KEPT`` of them, the oldest counted early).
+  afterwards. A document with neither a suggestion shown nor accepted text
+  being followed costs one dictionary lookup per change; one that has costs
+  a constant per followed accept (at most ``PENDING_KEPT`` of them, the
+  oldest counted early).
+
+What an accept inserted is found from the edit that inserted it, not taken
+from the suggestion whole: the last edit of a document with suggestions
+shown is remembered (a reference, a constant cost), and an accept whose
+text that edit ends with counts only what the edit brought. Characters of
+the suggestion the user had typed by hand before accepting (Neovim's ghost
+text, VS Code's held item: both report the whole item accepted) are not
+accepted characters. An accept reported before its edit arrives (a client
+may send the command before it flushes a debounced ``didChange``) waits for
+that edit, up to ``AWAITED_EDITS`` edits of the document, and is followed
+from where the edit puts it.
 
 After the short and the long window (``acceptance.shortWindowSeconds``, 30 s,
 and ``longWindowSeconds``, 120 s) ``measure_due`` counts how many accepted
@@ -32,18 +44,19 @@ import itertools
 import logging
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from lsp_server.observe.retained import (
-    AcceptedRange,
+    FollowedText,
     Point,
     Units,
     advance,
     common_ends,
     extent,
     kept_chars,
+    locate,
     measured_length,
     utf16_units,
 )
@@ -67,6 +80,9 @@ VERDICT_SECONDS = 1.0
 LATENCY_KEPT = 2048
 #: accept kinds the editors report
 KINDS = ("full", "word", "line")
+#: edits of its document an accept reported before its edit waits through for
+#: that edit; past them it is followed from where the suggestion was shown
+AWAITED_EDITS = 16
 
 Clock = Callable[[], float]
 #: reads a document's text between two points, at most ``limit`` characters;
@@ -158,8 +174,32 @@ class _Record:
 class _Shown:
     suggestion: ShownSuggestion
     record: _Record
+    #: the document's edit count when shown or last accepted: an edit after it
+    #: may be the next accept's
+    seen: int
     #: characters of the text accepted so far (partial accepts add up)
     accepted: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Edit:
+    """One edit as it came: ``[start, end)`` replaced by ``text``; ``seq`` counts them."""
+
+    seq: int
+    start: Point
+    end: Point
+    text: str
+
+
+@dataclass(slots=True, eq=False)
+class _Awaited:
+    """An accept reported before its edit: what it accepts, and how long it waits."""
+
+    text: str
+    #: characters of ``text`` accepted before this accept, and with it
+    before: int
+    upto: int
+    edits_left: int = AWAITED_EDITS
 
 
 @dataclass(slots=True, eq=False)
@@ -168,7 +208,7 @@ class _Pending:
 
     seq: int
     uri: str
-    where: AcceptedRange
+    where: FollowedText
     text: str
     attribution: Attribution
     accepted_at: float
@@ -177,6 +217,9 @@ class _Pending:
     record: _Record
     #: windows counted so far (0, 1; 2 = done)
     stage: int = 0
+    #: set while the accept waits for its edit; ``where`` is then the
+    #: suggestion's position (empty), followed through the edits before it
+    awaited: _Awaited | None = None
 
 
 @dataclass(slots=True)
@@ -184,6 +227,16 @@ class _Verdict:
     until: float = 0.0
     muted: bool = False
     probes: int = 0
+
+
+def _chars_in(text: str, count: int, units: Units) -> int:
+    """How many characters of ``text`` make up its first ``count`` position units (clamped)."""
+    if text.isascii():
+        return max(0, min(count, len(text)))
+    for index in range(len(text)):
+        if units(text[: index + 1]) > count:
+            return index
+    return len(text)
 
 
 def _utf16_index(text: str, units: int) -> int:
@@ -234,6 +287,10 @@ class AcceptanceLedger:
         self._due: list[tuple[float, int, _Pending]] = []
         self._seq = itertools.count(1)
         self._recent: dict[str, deque[_Record]] = {}
+        #: remembered shown suggestions per document, and each such document's last edit
+        self._shown_in: Counter[str] = Counter()
+        self._last_edit: dict[str, _Edit] = {}
+        self._edit_seq = itertools.count(1)
         self._verdicts: dict[str, _Verdict] = {}
         self.kinds: Counter[str] = Counter()
         self.muted_count: Counter[str] = Counter()
@@ -289,14 +346,23 @@ class AcceptanceLedger:
                 recent, maxlen=self._settings.mute_over + SHOWN_KEPT
             )
         recent.append(record)
-        self._shown[suggestion.item_id] = _Shown(suggestion, record)
+        uri = suggestion.uri
+        last = self._last_edit.get(uri)
+        replaced = self._shown.pop(suggestion.item_id, None)
+        if replaced is not None:
+            self._unshown(replaced.suggestion.uri)
+        self._shown[suggestion.item_id] = _Shown(suggestion, record, last.seq if last else 0)
+        self._shown_in[uri] += 1
         while len(self._shown) > SHOWN_KEPT:
-            self._shown.popitem(last=False)
+            _item, oldest = self._shown.popitem(last=False)
+            self._unshown(oldest.suggestion.uri)
         self._shown_latency.append(suggestion.latency_ms)
 
-    def known(self, item_id: str) -> bool:
-        """Whether ``item_id`` names a suggestion still remembered."""
-        return item_id in self._shown
+    def _unshown(self, uri: str) -> None:
+        self._shown_in[uri] -= 1
+        if self._shown_in[uri] <= 0:
+            del self._shown_in[uri]
+            self._last_edit.pop(uri, None)
 
     def accept(
         self, item_id: str, length: int | None = None, kind: str = "full"
@@ -315,23 +381,74 @@ class AcceptanceLedger:
         upto = len(text) if length is None else _utf16_index(text, length)
         if upto <= shown.accepted:
             return AcceptOutcome(0, first=False)  # reported twice, or less than before
-        part = text[shown.accepted : upto]
+        before = shown.accepted
         origin = (suggestion.line, suggestion.character)
-        start = advance(origin, extent(text[: shown.accepted], self.units))
-        end = advance(start, extent(part, self.units))
         counts = self._group(suggestion.attribution)
-        first = shown.accepted == 0
+        first = before == 0
         if first:
             counts.accepted += 1
             self._accepted_latency.append(suggestion.latency_ms)
-        counts.accepted_chars += len(part)
         shown.accepted = upto
         self.kinds[kind if kind in KINDS else "full"] += 1
-        self._follow(suggestion.uri, AcceptedRange(start, end), part, suggestion.attribution, shown)
+        uri = suggestion.uri
+        edit = self._last_edit.get(uri)
+        typed = None
+        if edit is not None and edit.seq > shown.seen:
+            typed = self._typed_before(text, upto, origin, edit)
+            if typed is not None:
+                shown.seen = edit.seq
+        awaited = None
+        if typed is not None:  # its edit came first: what that edit brought
+            begin = max(before, typed)
+            start = advance(origin, extent(text[:begin], self.units))
+            end = advance(origin, extent(text[:upto], self.units))
+            part = text[begin:upto]
+        else:
+            part = text[before:upto]
+            start = advance(origin, extent(text[:before], self.units))
+            end = advance(start, extent(part, self.units))
+            if self._read(uri, start, end, len(part)) != part:
+                awaited = _Awaited(text, before, upto)
+        if awaited is not None:  # reported before its edit: wait for it at the suggestion
+            where = FollowedText.at(origin, origin)
+        else:
+            where = FollowedText.at(start, end)
+            counts.accepted_chars += len(part)
+        self._follow(uri, where, part, suggestion.attribution, shown, awaited)
         return AcceptOutcome(len(part), first)
 
+    def _typed_before(self, text: str, upto: int, origin: Point, edit: _Edit) -> int | None:
+        """Characters of ``text[:upto]`` in the document before ``edit`` brought the rest.
+
+        None when ``edit`` is not the accept's: it must insert the end of
+        ``text[:upto]`` right after the part already there from ``origin``.
+        What it replaced there (an editor that replaces the typed prefix of a
+        held item with the item's text) was typed as well.
+        """
+        inserted = edit.text
+        if (
+            not inserted
+            or len(inserted) > upto
+            or not text.startswith(inserted, upto - len(inserted))
+        ):
+            return None
+        there = upto - len(inserted)
+        if edit.start != advance(origin, extent(text[:there], self.units)):
+            return None
+        if edit.end == edit.start:
+            return there
+        if edit.end[0] != edit.start[0]:
+            return None
+        return there + _chars_in(inserted, edit.end[1] - edit.start[1], self.units)
+
     def _follow(
-        self, uri: str, where: AcceptedRange, text: str, attribution: Attribution, shown: _Shown
+        self,
+        uri: str,
+        where: FollowedText,
+        text: str,
+        attribution: Attribution,
+        shown: _Shown,
+        awaited: _Awaited | None,
     ) -> None:
         while len(self._pending) >= self._pending_kept:
             _seq, oldest = next(iter(self._pending.items()))
@@ -342,6 +459,7 @@ class AcceptanceLedger:
         pending = _Pending(
             next(self._seq), uri, where, text, attribution, now, now + long, shown.record
         )
+        pending.awaited = awaited
         self._pending[pending.seq] = pending
         self._by_uri.setdefault(uri, []).append(pending)
         heapq.heappush(self._due, (now + short, pending.seq, pending))
@@ -349,26 +467,68 @@ class AcceptanceLedger:
     # -- what happens to the documents ---------------------------------------------------
 
     def watching(self, uri: str) -> bool:
-        """Whether accepted text of ``uri`` is being followed (its edits matter)."""
+        """Whether accepted text of ``uri`` is being followed."""
         return uri in self._by_uri
+
+    def expecting(self, uri: str) -> bool:
+        """Whether the edits of ``uri`` matter: accepted text followed, or suggestions shown."""
+        return uri in self._by_uri or uri in self._shown_in
 
     def edit(self, uri: str, start: Point, end: Point, text: str) -> None:
         """``[start, end)`` of ``uri`` was replaced by ``text``."""
+        if uri in self._shown_in:
+            self._last_edit[uri] = _Edit(next(self._edit_seq), start, end, text)
         followed = self._by_uri.get(uri)
         if not followed:
             return
         reach = extent(text, self.units)
         for pending in followed:
-            pending.where.edit(start, end, reach)
+            if pending.awaited is not None:
+                self._await(pending, start, end, text, reach)
+            elif pending.where.edit(start, end, reach, len(text)):
+                # the whole of it replaced: compared by content, not adopted
+                near = pending.where.start[0] - start[0]
+                pending.where.found(start, text, locate(pending.text, text, near), self.units)
 
-    def edits(self, uri: str, changes: Iterable[tuple[Point, Point, str]]) -> None:
-        """Several edits of ``uri``, in order."""
-        for start, end, text in changes:
-            self.edit(uri, start, end, text)
+    def _await(
+        self, pending: _Pending, start: Point, end: Point, text: str, reach: tuple[int, int]
+    ) -> None:
+        """One edit while ``pending`` waits for its own, which it may be."""
+        awaited = pending.awaited
+        assert awaited is not None
+        origin = pending.where.start
+        typed = self._typed_before(awaited.text, awaited.upto, origin, _Edit(0, start, end, text))
+        if typed is None:
+            pending.where.edit(
+                start, end, reach, len(text)
+            )  # the origin moves with what is before it
+            awaited.edits_left -= 1
+            if awaited.edits_left <= 0:
+                self._give_up(pending)
+            return
+        begin = max(awaited.before, typed)
+        units = self.units
+        pending.where = FollowedText.at(
+            advance(origin, extent(awaited.text[:begin], units)),
+            advance(origin, extent(awaited.text[: awaited.upto], units)),
+        )
+        pending.text = awaited.text[begin : awaited.upto]
+        pending.awaited = None
+        self._group(pending.attribution).accepted_chars += len(pending.text)
+
+    def _give_up(self, pending: _Pending) -> None:
+        """``pending``'s edit never came: follow it from where the suggestion put it."""
+        awaited = pending.awaited
+        assert awaited is not None
+        origin = pending.where.start
+        start = advance(origin, extent(awaited.text[: awaited.before], self.units))
+        pending.where = FollowedText.at(start, advance(start, extent(pending.text, self.units)))
+        pending.awaited = None
+        self._group(pending.attribution).accepted_chars += len(pending.text)
 
     def replaced(self, uri: str, before: str, after: str) -> None:
         """The whole text of ``uri`` was replaced: follow it as the one edit between the two."""
-        if uri not in self._by_uri:
+        if not self.expecting(uri):
             return
         head, tail = common_ends(before, after)
         start = extent(before[:head], self.units)
@@ -410,9 +570,21 @@ class AcceptanceLedger:
             self._count(pending)
         self._drop(pending)
 
+    def _held(self, pending: _Pending) -> str | None:
+        """What the pieces of ``pending`` hold now, each read up to ``measured_length``."""
+        bound = measured_length(pending.text)
+        parts = []
+        for piece in pending.where.pieces:
+            part = self._read(pending.uri, piece.start, piece.end, bound)
+            if part is None:
+                return None
+            parts.append(part)
+        return "".join(parts)
+
     def _count(self, pending: _Pending) -> None:
-        where = pending.where
-        now = self._read(pending.uri, where.start, where.end, measured_length(pending.text))
+        if pending.awaited is not None:
+            self._give_up(pending)
+        now = self._held(pending)
         kept = kept_chars(pending.text, now) if now is not None else 0
         counts = self._group(pending.attribution)
         if pending.stage == 0:

@@ -8,10 +8,11 @@ to the ledger's next due count. The ledger reads the text of an accepted
 range from the open ``Document`` in the negotiated position encoding.
 
 On the keystroke path: ``text_before`` and ``changed`` cost one dictionary
-lookup for a document without accepted text; with some, a constant per
-followed accept (``AcceptedRange.edit``) and never a read of the text (a
-whole-document change, rare, is the exception: it is compared with the text
-before it).
+lookup for a document with neither a suggestion shown nor accepted text;
+with some, a constant per followed accept (``FollowedText.edit``) and never
+a read of the text (a whole-document change, rare, is the exception: it is
+compared with the text before it, and an edit that replaces an accepted
+text whole is searched for it near where it was).
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ class AcceptWatch:
         self, uri: str, changes: Sequence[types.TextDocumentContentChangeEvent]
     ) -> str | None:
         """The text before a ``didChange`` that replaces a followed document whole, else None."""
-        if not self.ledger.watching(uri):
+        if not self.ledger.expecting(uri):
             return None
         if all(isinstance(c, types.TextDocumentContentChangePartial) for c in changes):
             return None
@@ -134,7 +135,7 @@ class AcceptWatch:
         before: str | None = None,
     ) -> None:
         """Follow a ``didChange`` (``before``: what ``text_before`` returned for it)."""
-        if not self.ledger.watching(uri):
+        if not self.ledger.expecting(uri):
             return
         self._sync_units()
         if before is not None:

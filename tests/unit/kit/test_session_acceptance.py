@@ -24,6 +24,7 @@ from lsp_server.observe.trace.format import (
     TraceHeader,
 )
 from lsp_server.observe.trace.writer import write_trace
+from tests.support import accept_sessions
 
 URI = "file:///w/headers.py"
 LINE = "    key, _, value = line.part"
@@ -129,3 +130,16 @@ def test_simulate_json_reports_the_recorded_acceptance(
     data = json.loads(capsys.readouterr().out)
     assert data["acceptance"] == trace_acceptance(path)
     assert data["acceptance"]["acceptedChars"] == 14
+
+
+@pytest.mark.parametrize("name", sorted(accept_sessions.sessions()))
+def test_hand_made_sessions_count_what_a_person_would(name: str) -> None:
+    session = accept_sessions.sessions()[name]
+    trace = accept_sessions.trace(session)
+    data = session_acceptance(trace.header, trace.events)
+    assert data["acceptedChars"] == session.accepted_chars
+    assert (data["retainedChars30s"], data["retainedChars120s"]) == (
+        session.kept_chars,
+        session.kept_chars,
+    )
+    assert data["measuredChars120s"] == session.accepted_chars

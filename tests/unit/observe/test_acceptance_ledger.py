@@ -10,7 +10,7 @@ from lsp_server.observe.acceptance import (
     Attribution,
     ShownSuggestion,
 )
-from lsp_server.observe.retained import Point
+from lsp_server.observe.retained import Point, kept_chars
 
 URI = "file:///w/headers.py"
 PY = Attribution("upstream", "python", "function_definition")
@@ -265,3 +265,134 @@ def test_a_source_whose_suggestions_are_kept_is_not_muted() -> None:
     ed.wait(31)
     assert ed.ledger.kept_share("upstream") == 0.5
     assert not ed.ledger.muted("upstream")
+
+
+# -- following the accepted text through edits that replace it or land inside it ---------
+
+LINE = "return sum(item.price for item in items)"
+HEAD = "import math\n\n\ndef total( items ):\n    "
+
+
+def accepted_line(accept_first: bool = False) -> tuple[Editor, str]:
+    ed = Editor()
+    ed.open(URI, HEAD + "\n\n\nx=1\n")
+    item = ed.show((4, 4), LINE)
+    if accept_first:
+        ed.ledger.accept(item)
+    ed.insert((4, 4), LINE)
+    if not accept_first:
+        ed.ledger.accept(item)
+    return ed, item
+
+
+def replace_all(ed: Editor, after: str) -> None:
+    before = "\n".join(ed.docs[URI])
+    ed.docs[URI] = after.split("\n")
+    ed.ledger.replaced(URI, before, after)
+
+
+def test_a_whole_document_replace_that_drops_the_line_keeps_nothing() -> None:
+    ed, _ = accepted_line()
+    replace_all(ed, "def main(argv):\n    parser = build_parser(argv)\n    return run(parser)\n")
+    ed.wait(120)
+    totals = ed.ledger.totals()
+    assert (totals.retained_short, totals.retained_long, totals.measured_short) == (0, 0, 40)
+
+
+def test_a_formatter_replace_that_keeps_the_line_keeps_all_of_it() -> None:
+    ed, _ = accepted_line()
+    replace_all(ed, "import math\n\n\ndef total(items):\n    " + LINE + "\n\n\nx = 1\n")
+    ed.insert((0, 0), "# shapes\n")  # and it is still followed after
+    ed.wait(120)
+    totals = ed.ledger.totals()
+    assert (totals.retained_short, totals.retained_long) == (40, 40)
+
+
+def test_a_paste_over_the_line_with_the_line_changed_keeps_what_is_still_there() -> None:
+    ed, _ = accepted_line()
+    changed = LINE.replace("price", "cost")
+    ed.replace(URI, (3, 0), (5, 0), "def total(items):\n    " + changed + "\n")
+    ed.wait(30)
+    assert ed.ledger.totals().retained_short == kept_chars(LINE, changed) == 36
+
+
+def test_a_skeleton_filled_in_keeps_all_but_what_was_replaced() -> None:
+    skeleton = "def area(self):\n        pass\n\n    def name(self):\n        return 'shape'"
+    ed = Editor()
+    ed.open(URI, "class Shape:\n    ")
+    item = ed.show((1, 4), skeleton)
+    ed.insert((1, 4), skeleton)
+    ed.ledger.accept(item)
+    body = "\n".join(f"        side_{i} = self.sides[{i}] * 2" for i in range(40))
+    ed.replace(URI, (2, 8), (2, 12), body.lstrip())
+    ed.wait(30)
+    assert ed.ledger.totals().retained_short == len(skeleton) - len("pass")
+
+
+def test_an_accept_reported_before_its_edit_is_followed_from_that_edit() -> None:
+    ed, _ = accepted_line(accept_first=True)
+    ed.wait(120)
+    totals = ed.ledger.totals()
+    assert (totals.accepted_chars, totals.retained_short, totals.retained_long) == (40, 40, 40)
+
+
+def test_an_accept_before_its_edit_waits_through_typing_sent_with_it() -> None:
+    ed = Editor()
+    ed.open(URI, "x = ")
+    item = ed.show((0, 4), "compute(a)")
+    ed.ledger.accept(item)  # the client's debounced changes come after the accept
+    ed.insert((0, 4), "co")  # typed by hand
+    ed.insert((0, 6), "mpute(a)")  # the accept's own edit
+    ed.insert((0, 14), " + 1")
+    ed.wait(30)
+    totals = ed.ledger.totals()
+    assert (totals.accepted_chars, totals.retained_short) == (8, 8)
+
+
+def test_an_accept_whose_edit_never_comes_is_counted_where_it_was_shown() -> None:
+    ed = Editor()
+    ed.open(URI, "x = ")
+    item = ed.show((0, 4), "compute(a)")
+    ed.ledger.accept(item)
+    ed.wait(30)
+    totals = ed.ledger.totals()
+    assert (totals.accepted_chars, totals.retained_short, totals.measured_short) == (10, 0, 10)
+
+
+def test_characters_typed_by_hand_before_the_accept_are_not_accepted() -> None:
+    # Neovim's ghost text: the typed start, then the rest inserted, the whole item reported
+    ed = Editor()
+    ed.open(URI, "x = ")
+    item = ed.show((0, 4), "compute(a)")
+    for i, ch in enumerate("com"):
+        ed.insert((0, 4 + i), ch)
+    ed.insert((0, 7), "pute(a)")
+    assert ed.ledger.accept(item) == AcceptOutcome(7, first=True)
+    ed.replace(URI, (0, 4), (0, 7), "")  # the typed part deleted: the accepted part is whole
+    ed.wait(30)
+    totals = ed.ledger.totals()
+    assert (totals.accepted_chars, totals.retained_short, totals.measured_short) == (7, 7, 7)
+
+
+def test_a_held_item_whose_accept_replaces_the_typed_start_counts_only_the_rest() -> None:
+    # VS Code's held item: the accept's edit replaces the typed start with the whole text
+    ed = Editor()
+    ed.open(URI, "x = ")
+    item = ed.show((0, 4), "compute(a)")
+    ed.insert((0, 4), "co")
+    ed.insert((0, 6), "m")
+    ed.replace(URI, (0, 4), (0, 7), "compute(a)")
+    assert ed.ledger.accept(item) == AcceptOutcome(7, first=True)
+    ed.wait(30)
+    assert ed.ledger.totals().retained_short == 7
+
+
+def test_an_edit_above_between_the_insert_and_the_accept_still_counts_it() -> None:
+    ed = Editor()
+    ed.open(URI, "a = 1\nx = ")
+    item = ed.show((1, 4), "compute(a)")
+    ed.insert((1, 4), "compute(a)")
+    ed.insert((1, 14), " ")  # typed after it before the accept went out
+    assert ed.ledger.accept(item) == AcceptOutcome(10, first=True)
+    ed.wait(30)
+    assert ed.ledger.totals().retained_short == 10

@@ -8,9 +8,11 @@ import pytest
 
 from lsp_server.observe.retained import (
     AcceptedRange,
+    FollowedText,
     Point,
     extent,
     kept_chars,
+    locate,
     measured_length,
     utf16_units,
 )
@@ -148,3 +150,63 @@ def test_the_range_holds_the_accepted_text_after_random_edits_elsewhere(seed: in
         where.edit(start, end, extent(text))
     assert where.start[0] == where.end[0]
     assert lines[where.start[0]][where.start[1] : where.end[1]] == accepted
+
+
+# -- following an accept as pieces, and finding it again --------------------------------
+
+
+def follow_text(
+    start: Point, end: Point, *edits: tuple[Point, Point, str]
+) -> tuple[FollowedText, list[bool]]:
+    where = FollowedText.at(start, end)
+    whole = [where.edit(s, e, extent(text), len(text)) for s, e, text in edits]
+    return where, whole
+
+
+def test_a_block_inserted_inside_splits_the_text_and_is_not_part_of_it() -> None:
+    body = "\n".join("        x = 1" for _ in range(200))
+    where, whole = follow_text((1, 4), (4, 22), ((2, 8), (2, 12), body))
+    assert whole == [False]
+    assert [(p.start, p.end) for p in where.pieces] == [((1, 4), (2, 8)), ((201, 13), (203, 22))]
+
+
+def test_a_small_edit_inside_a_line_stays_in_its_piece() -> None:
+    where, _ = follow_text((4, 4), (4, 20), ((4, 8), (4, 11), "abcd"))
+    assert [(p.start, p.end) for p in where.pieces] == [((4, 4), (4, 21))]
+
+
+def test_an_edit_over_two_pieces_merges_them() -> None:
+    where, _ = follow_text((0, 0), (0, 40), ((0, 10), (0, 10), "\n\n"), ((0, 5), (2, 5), "zz"))
+    assert [(p.start, p.end) for p in where.pieces] == [((0, 0), (0, 32))]
+
+
+def test_an_edit_over_the_whole_text_is_reported_not_adopted() -> None:
+    where, whole = follow_text((4, 4), (4, 44), ((3, 0), (9, 0), "anything"))
+    assert whole == [True]
+    assert (where.start, where.end) == ((4, 4), (4, 44))
+
+
+def test_an_insertion_at_its_start_still_moves_it() -> None:
+    where, whole = follow_text((4, 4), (4, 44), ((4, 4), (4, 4), "ab"))
+    assert whole == [False] and (where.start, where.end) == ((4, 6), (4, 46))
+
+
+def test_locate_finds_the_exact_text_nearest_where_it_was() -> None:
+    line = "return sum(item.price for item in items)"
+    text = f"a\n    {line}\nb\nc\nd\n    {line}\n"
+    assert locate(line, text, 5) == (text.rindex(line), len(line))
+    assert locate(line, text, 1) == (text.index(line), len(line))
+
+
+def test_locate_takes_a_line_changed_a_little() -> None:
+    line = "return sum(item.price for item in items)"
+    text = "x = 1\n    return sum(item.cost for item in items)\ny = 2\n"
+    index, length = locate(line, text, 1)  # type: ignore[misc]
+    assert text[index : index + length] == "    return sum(item.cost for item in items)"
+
+
+def test_locate_finds_nothing_in_unrelated_code() -> None:
+    line = "return sum(item.price for item in items)"
+    text = "def main(argv):\n    parser = build_parser(argv)\n    return run(parser.parse())\n"
+    assert locate(line, text, 1) is None
+    assert locate(line, "", 0) is None
