@@ -13,6 +13,11 @@ Turns are kept where they help: on a server that queues requests beyond the
 one it runs (llama.cpp, Ollama: ``transport.cost``) and on any service that
 answers slower than the user types. A fast remote service runs requests side
 by side, and there nothing waits; hits never come here.
+
+A speculative prefetch keeps the same rule: on a one-slot server a second
+stream of the document would queue behind the first and hold up the next
+miss. It waits for the document's stream to end and yields to any miss
+(``after_misses``).
 """
 
 from __future__ import annotations
@@ -64,6 +69,30 @@ class DocumentTurns:
         finally:
             if self._latest.get(uri) is ticket:
                 del self._latest[uri]
+
+    @property
+    def needed(self) -> bool:
+        """Whether turns are kept now (the service queues requests, or is slow)."""
+        return self._needed()
+
+    async def after_misses(self, uri: str) -> bool:
+        """For a speculative request: wait for the document's stream at the service to end.
+
+        True when the turn is free then; False when a miss waits for it or
+        took it meanwhile: a request the user is waiting for goes before a
+        guess at what they will want, which never takes a turn from one.
+        Waits for one stream only: a document busy again is one the user
+        moved on in. Cancellable.
+        """
+        if not self._needed():
+            return True
+        stream = self._inflight.busy(uri)
+        if stream is not None:
+            assert stream.task is not None
+            if uri in self._latest:
+                return False
+            await asyncio.wait({stream.task})
+        return uri not in self._latest and self._inflight.busy(uri) is None
 
     def forget(self, uri: str) -> None:
         """Drop the document's state (closed)."""

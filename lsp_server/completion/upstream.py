@@ -34,6 +34,7 @@ from lsp_server.completion.bounds import AnswerBounds
 from lsp_server.completion.inflight import InflightRegistry, InflightStream
 from lsp_server.completion.notify import UserNotifier
 from lsp_server.completion.throttle import MissThrottle
+from lsp_server.completion.turns import DocumentTurns
 from lsp_server.documents.cross_file import PromptContext
 from lsp_server.documents.syntax import SyntaxContext
 from lsp_server.observe.metrics import MetricsRegistry, timed_stream
@@ -238,6 +239,11 @@ class UpstreamStreams:
         self.completion = completion
         self.answers = AnswerStore(host)
         self._ids = itertools.count(1)
+        #: documents whose speculative prefetch waits for the stream at the service to end
+        self._waiting_to_speculate: set[str] = set()
+        self._speculations: set[asyncio.Task[None]] = set()
+        #: speculative prefetches that gave their turn to a miss
+        self.speculations_yielded = 0
 
     def start(
         self,
@@ -285,6 +291,65 @@ class UpstreamStreams:
                 lambda task: self.answers.keep_cut(stream, place) if task.cancelled() else None
             )
         return stream
+
+    def speculate(
+        self,
+        uri: str,
+        key: ScopeKey,
+        anchor: LineAnchor,
+        ctx: SyntaxContext,
+        predicted: tuple[int, str],
+        turns: DocumentTurns,
+    ) -> None:
+        """Start a speculative stream now, or once the document's stream at the service ends.
+
+        Where turns are kept (a server that queues requests, a slow service)
+        a second stream of the document would queue behind the first and
+        hold up the user's next miss: the prefetch waits for its turn and
+        gives up to any miss (``DocumentTurns.after_misses``). The prompt
+        was read before this call, while the document was the one ``ctx``
+        was taken from.
+        """
+        if not turns.needed or self._host.inflight.busy(uri) is None:
+            self.start(uri, key, anchor, ctx, predicted=predicted)
+            return
+        self._waiting_to_speculate.add(uri)
+        task = asyncio.ensure_future(self._speculate_later(uri, key, anchor, ctx, predicted, turns))
+        self._speculations.add(task)
+        task.add_done_callback(self._speculations.discard)
+
+    async def _speculate_later(
+        self,
+        uri: str,
+        key: ScopeKey,
+        anchor: LineAnchor,
+        ctx: SyntaxContext,
+        predicted: tuple[int, str],
+        turns: DocumentTurns,
+    ) -> None:
+        host = self._host
+        try:
+            if not await turns.after_misses(uri):
+                self.speculations_yielded += 1
+                logger.debug("speculative prefetch at line %d gave way to a miss", ctx.line)
+                return
+            # The stream that ended may have answered this state already.
+            if host.store.lookup(key, anchor, ctx.line_prefix) is not None:
+                return
+            if host.inflight.find(anchor, ctx.line_prefix) is not None or host.backend is None:
+                return
+            self.start(uri, key, anchor, ctx, predicted=predicted)
+        finally:
+            self._waiting_to_speculate.discard(uri)
+
+    def waiting_to_speculate(self, uri: str) -> bool:
+        """Whether a speculative prefetch of ``uri`` waits for its turn at the service."""
+        return uri in self._waiting_to_speculate
+
+    def cancel_waiting(self) -> None:
+        """Give up the speculative prefetches still waiting for a turn (shutdown, reload)."""
+        for task in list(self._speculations):
+            task.cancel()
 
     def request_for(
         self, uri: str, ctx: SyntaxContext, *, speculative: bool

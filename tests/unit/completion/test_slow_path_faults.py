@@ -101,7 +101,7 @@ async def test_streams_cancelled_before_their_first_line_teach_the_throttle_noth
         assert stream.first_line is not None
         # runs after the pipeline's own callbacks on the future (registration order)
         settled = asyncio.Event()
-        stream.first_line.add_done_callback(lambda _: settled.set())
+        stream.first_line.add_done_callback(lambda _, settled=settled: settled.set())
         await until(lambda n=n: len(backend.queues) == n + 1)
         pipe.inflight.cancel_document(URI)  # the user left: cancelled at once
         await settled.wait()
@@ -114,7 +114,8 @@ async def test_streams_that_failed_teach_the_throttle_nothing() -> None:
     pipe = pipeline(backend)
     slow_service(pipe)
     for n in range(4):
-        task = asyncio.ensure_future(pipe.complete(URI, at(f"    v{n}"), still_current=lambda: True))
+        ctx = at(f"    v{n}")
+        task = asyncio.ensure_future(pipe.complete(URI, ctx, still_current=lambda: True))
         await until(lambda n=n: len(backend.queues) == n + 1)
         backend.queues[n].put_nowait(FAIL)
         assert await task is None  # an error is never a suggestion
@@ -133,3 +134,46 @@ async def test_an_answer_that_arrives_still_teaches_the_throttle() -> None:
     await task
     await until(lambda: pipe.throttle.full_answer is not None)
     assert pipe.throttle.answer is not None and pipe.throttle.answer < 5.0
+
+
+NEXT_HEAD = 'def greet(name):\n    msg = "hi"\n'
+
+
+async def test_a_prefetch_waits_for_the_documents_stream_on_a_one_slot_server() -> None:
+    backend = ScriptedBackend(LOCAL_SERVER)
+    pipe = pipeline(backend)
+    first = asyncio.ensure_future(pipe.complete(URI, at("    msg = "), still_current=lambda: True))
+    await until(lambda: len(backend.queues) == 1, "the miss to reach the service")
+    # the state after accepting its answer and pressing Enter, asked while the miss streams
+    started = pipe.prefetch(
+        URI, at("    ", line=2, head=NEXT_HEAD), predicted=(1, '    msg = "hi"')
+    )
+    assert started
+    assert len(pipe.inflight) == 1  # no second stream to queue behind the first
+    assert pipe.speculating(URI) or pipe.upstream.waiting_to_speculate(URI)
+    backend.queues[0].put_nowait('"hi"\n')
+    backend.queues[0].put_nowait(END)
+    await first
+    await until(lambda: len(backend.requests) == 2, "the prefetch to go once the slot is free")
+    assert backend.requests[1].speculative
+
+
+async def test_a_waiting_prefetch_gives_its_turn_to_a_miss() -> None:
+    backend = ScriptedBackend(LOCAL_SERVER)
+    pipe = pipeline(backend)
+    first = asyncio.ensure_future(pipe.complete(URI, at("    msg = "), still_current=lambda: True))
+    await until(lambda: len(backend.queues) == 1, "the miss to reach the service")
+    pipe.prefetch(URI, at("    ", line=2, head=NEXT_HEAD), predicted=(1, '    msg = "hi"'))
+    # the user typed something else: a miss of the document waits for the stream too
+    other = asyncio.ensure_future(pipe.complete(URI, at("    x"), still_current=lambda: True))
+    await until(lambda: pipe.turns.asked == 2, "the second miss to wait for its turn")
+    backend.queues[0].put_nowait("1\n")
+    backend.queues[0].put_nowait(END)
+    await first
+    await until(lambda: len(backend.requests) == 2, "the waiting miss to go")
+    assert not backend.requests[1].speculative
+    await until(lambda: pipe.upstream.speculations_yielded == 1, "the prefetch to give way")
+    backend.queues[1].put_nowait(" = 2\n")
+    backend.queues[1].put_nowait(END)
+    await other
+    assert len(backend.requests) == 2
