@@ -11,14 +11,16 @@ answer. Its state is the ``endpoint`` field of ``scopecache/stats``:
   (``source: discovered``) until the settings change.
 * ``loading``: a completion server still loading its model (llama.cpp
   answers 503 while it loads): not an error; looked at again every second.
-* ``none``: nothing found; completions stay off, the user is told once
+* ``none``: nothing found; completions stay off, the log says so once
   (naming the ``endpoint`` setting), and the ports are looked at again with
   a back-off (1 s doubling to 30 s), so a server started after the editor
   is found without a restart.
 * ``off``: no endpoint and ``discovery.enabled`` false: completions are off.
 
 Every look runs in one background task, never on a keystroke's way; the
-same settings sent again wake it at once.
+same settings sent again wake it at once. No ``window/showMessage``: having
+no local server is a normal state, not a failure to pop up at every start;
+the status item, ``:checkhealth``, the stats and the log say it.
 """
 
 from __future__ import annotations
@@ -30,9 +32,6 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from lsprotocol import types
-
-from lsp_server.completion.notify import UserNotifier
 from lsp_server.settings import Settings
 from transport.discovery import LOOPBACK, Discovery, PortAnswer, discover
 
@@ -61,13 +60,11 @@ class LocalDiscovery:
     def __init__(
         self,
         *,
-        notifier: UserNotifier,
         on_change: Callable[[], None],
         probe: Probe = discover,
         first_delay: float = FIRST_DELAY,
         max_delay: float = MAX_DELAY,
     ) -> None:
-        self._notifier = notifier
         self._on_change = on_change
         self._probe = probe
         self._first = first_delay
@@ -109,7 +106,6 @@ class LocalDiscovery:
         if not wanted:
             configured = settings.endpoint is not None or not self.allowed
             self.state = "configured" if configured else "off"
-            self._notifier.resolved("discovery")
             if self.state == "off":
                 logger.info("no endpoint set and discovery is off: completions are off")
             return
@@ -167,7 +163,6 @@ class LocalDiscovery:
     def _found(self, answer: PortAnswer) -> None:
         self.state, self.found, self.loading = "found", answer, None
         logger.info("found a completion server on %s: %s", LOOPBACK, answer.describe())
-        self._notifier.resolved("discovery", f"found {answer.describe()}: completions are on")
         self._on_change()
 
     def _loading(self, answer: PortAnswer) -> None:
@@ -177,8 +172,10 @@ class LocalDiscovery:
         self.state, self.loading = "loading", answer
 
     def _none(self) -> None:
+        first = self.state != "none"
         self.state, self.loading = "none", None
-        self._notifier.problem("discovery", self.message(), types.MessageType.Info)
+        if first:
+            logger.warning("%s", self.message())
 
     async def aclose(self) -> None:
         """Stop looking (shutdown)."""

@@ -134,9 +134,7 @@ class ScopecacheServer(LanguageServer):
         self.settings_problems: list[str] = []
         self.endpoint_retry = EndpointRetry()
         #: with no endpoint set, the local completion server found on loopback
-        self.discovery = LocalDiscovery(
-            notifier=self.notifier, on_change=lambda: self.apply(self.settings)
-        )
+        self.discovery = LocalDiscovery(on_change=lambda: self.apply(self.settings))
         self.discovery.allowed = backend is None
         self.served = ServedItems()
         #: suggestions shown and accepted, and what became of the accepted text

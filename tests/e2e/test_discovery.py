@@ -154,10 +154,12 @@ async def test_a_plain_web_server_is_not_chosen_and_is_never_sent_a_prompt(
     assert web_server.requests and not web_server.prompts()
 
 
-async def test_with_no_server_stats_health_and_a_message_say_none_was_found_naming_the_setting(
+async def test_with_no_server_stats_health_and_the_log_say_none_was_found_naming_the_setting(
+    tmp_path: Path,
 ) -> None:
     port = free_port()
-    async with ServerProcess(discovering([port])) as server:
+    log = tmp_path / "server.log"
+    async with ServerProcess(discovering([port]), log_file=log) as server:
         endpoint = await endpoint_state(server, "none")
         health = await server.health()
         messages = [m.message for m in server.messages]
@@ -167,23 +169,25 @@ async def test_with_no_server_stats_health_and_a_message_say_none_was_found_nami
     assert health["ok"] is False and health["upstream"]["status"] == "off"
     assert "endpoint" in health["upstream"]["fix"]
     assert health["discovery"]["state"] == "none"
-    assert any("no completion server found" in m for m in messages), messages
+    assert f"no completion server found on 127.0.0.1 (ports {port})" in log.read_text()
+    # a normal state, not a failure: nothing pops up
+    assert messages == []
 
 
 async def test_a_server_started_after_the_editor_is_found_without_a_restart(
     tmp_path: Path,
 ) -> None:
     port = free_port()
-    async with ServerProcess(discovering([port])) as server:
+    log = tmp_path / "server.log"
+    async with ServerProcess(discovering([port]), log_file=log) as server:
         await endpoint_state(server, "none")
         with LlamaCppServer(tmp_path, port=port) as llama:
             endpoint = await endpoint_state(server, "found")
             server.open(URI, TEXT)
             suggestion = await server.inline_text(URI, LINE, COLUMN)
-            messages = [m.message for m in server.messages]
     assert endpoint["url"] == llama.url == f"http://127.0.0.1:{port}"
     assert suggestion
-    assert any(f"found llama.cpp at {llama.url}" in m for m in messages), messages
+    assert f"found a completion server on 127.0.0.1: llama.cpp at {llama.url}" in log.read_text()
 
 
 async def test_discovery_off_keeps_completions_off_and_asks_no_port(
