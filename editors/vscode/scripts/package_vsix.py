@@ -41,6 +41,9 @@ WHEELS = SERVER_DIR / "wheels"
 PYTHONS = ("3.11", "3.12", "3.13", "3.14")
 #: what the extension installs: the server with every grammar its languages need
 EXTRAS = "languages"
+#: distributions an editor's install never carries: the reference service's
+#: certificate tooling (the ``tls`` extra; cryptography alone is some 16 MB)
+NOT_FOR_EDITORS = frozenset({"trustme", "cryptography"})
 #: VS Code 1.91 needs glibc 2.28 and macOS 10.15 (11 on Apple silicon); musl 1.2 on Alpine
 GLIBC_MINOR = 28
 
@@ -94,6 +97,14 @@ def build_wheel(out: Path) -> Path:
     return wheel
 
 
+def unwanted_wheels(wheels: Path) -> list[str]:
+    """The wheels in ``wheels`` of a distribution in ``NOT_FOR_EDITORS``."""
+    return sorted(
+        w.name for w in wheels.glob("*.whl")
+        if w.name.split("-", 1)[0].lower().replace("_", "-") in NOT_FOR_EDITORS
+    )  # fmt: skip
+
+
 def bundle(target: str, wheel: Path) -> dict[str, object]:
     """Fill ``server/`` with the wheels of ``target``; returns the manifest."""
     version = wheel.name.split("-")[1]
@@ -105,6 +116,12 @@ def bundle(target: str, wheel: Path) -> dict[str, object]:
     requirement = f"scopecache[{EXTRAS}] @ {wheel.resolve().as_uri()}"
     for python in PYTHONS:
         _run([*download, "--dest", WHEELS, *for_target, "--python-version", python, requirement])
+    unwanted = unwanted_wheels(WHEELS)
+    if unwanted:
+        raise SystemExit(
+            f"package_vsix: scopecache[{EXTRAS}] pulled in {', '.join(unwanted)}; the "
+            "reference service's TLS tooling belongs in the tls extra, not in an editor"
+        )
     # pip's own wheel: the extension runs it from the bundle (python pip.whl/pip),
     # so the private environment needs neither ensurepip nor network
     _run([*download, "--dest", WHEELS, "--no-deps", "pip"])
