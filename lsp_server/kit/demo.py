@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from lsp_server.kit.client import ServerProcess
 from lsp_server.kit.replay import REFERENCE_MODEL, Replayer
 from lsp_server.kit.synth.session import language_samples, sample_files, synthesize
-from lsp_server.kit.upstream_process import ReferenceProcess
+from lsp_server.kit.upstream_process import ReferenceProcess, UpstreamStartError
 from lsp_server.observe.trace.format import CompleteEvent, Trace
 
 #: emulated model latency of the demo's service
@@ -172,7 +173,7 @@ def _latency_cell(run: Mapping[str, Any], kind: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``scopecache demo``."""
+    """``scopecache demo``: 0 done; 2 the reference service did not start (the message says why)."""
     console = Console(stderr=True)
     if not args.json:
         trace = demo_trace(args.seed)
@@ -185,7 +186,11 @@ def run(args: argparse.Namespace) -> int:
         )
         names = ", ".join(p.name for p in demo_files()[:DEMO_FILES])
         console.print(f"the session writes {names}: each language with a grammar gets scope keys")
-    report = asyncio.run(run_demo(args.seed, None if args.json else console))
+    try:
+        report = asyncio.run(run_demo(args.seed, None if args.json else console))
+    except UpstreamStartError as exc:
+        console.print(f"[red]scopecache demo:[/red] {escape(str(exc))}")
+        return 2
     if args.json:
         json.dump(report, sys.stdout)
         sys.stdout.write("\n")

@@ -12,7 +12,8 @@ summary, are ``replay_result``'s.
 Exit codes: 0 every request was answered (a suggestion or none); 1 some
 requests failed (upstream errors or error answers: the table's ``errors`` row
 and a warning say how many); 2 bad usage or input (unknown ``--policy``, an
-unreadable or malformed trace, a bad config file).
+unreadable or malformed trace, a bad config file), or the reference service
+it starts did not come up (its TLS needs the ``tls`` extra).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 from lsprotocol import types
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lsp_server.kit.acceptance import session_acceptance
@@ -38,7 +40,7 @@ from lsp_server.kit.replay_result import (
     failed_requests,
     results_table,
 )
-from lsp_server.kit.upstream_process import ReferenceProcess
+from lsp_server.kit.upstream_process import ReferenceProcess, UpstreamStartError
 from lsp_server.observe.trace.format import (
     ChangeEvent,
     CloseEvent,
@@ -257,17 +259,21 @@ def run(args: argparse.Namespace) -> int:
         cache["capacity"] = args.capacity
     cache.setdefault("l2", "none")
     settings["cache"] = cache
-    result = asyncio.run(
-        replay_trace(
-            trace,
-            endpoint=args.endpoint,
-            settings=settings,
-            speed=args.speed,
-            ttft_ms=args.ttft_ms,
-            token_ms=args.token_ms,
-            console=None if args.json else console,
+    try:
+        result = asyncio.run(
+            replay_trace(
+                trace,
+                endpoint=args.endpoint,
+                settings=settings,
+                speed=args.speed,
+                ttft_ms=args.ttft_ms,
+                token_ms=args.token_ms,
+                console=None if args.json else console,
+            )
         )
-    )
+    except UpstreamStartError as exc:
+        console.print(f"[red]scopecache replay:[/red] {escape(str(exc))}")
+        return EXIT_USAGE
     summary = result.summary()
     if args.json:
         json.dump(summary, sys.stdout)
