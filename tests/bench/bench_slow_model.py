@@ -1,25 +1,35 @@
-"""A real code model slower than the typist: scopecache against a finish-every-request client.
+"""A real code model slower than the typist: scopecache against llama.vim's client.
 
 llama.cpp's own server (the xllamacpp wheel) serves Qwen2.5-Coder-0.5B
 (Q4_K_M) on two CPU threads, one slot, ``-b 1024 -ub 1024 --cache-reuse 256``.
 A developer types lines of a real file into it key by key at a human pace,
 never accepting (``tests.support.typing_session``). The same keystrokes, at
-the same times, go to two clients, each against a freshly started server:
+the same times, go to each client against a freshly started server:
 
 - scopecache: the real ``scopecache serve`` with only ``endpoint`` and
   ``model`` set, asked after every key, the outstanding request cancelled at
   the next key, as editors do;
-- the baseline: llama.vim's strategy, straight to ``/infill`` with its
-  request: one request at a time, never cancelled, the newest state asked
-  when it finishes, a finished answer shown while the typing agrees with it.
+- the baseline, llama.vim's client as ggml-org/llama.vim at commit
+  a1c8e6e40cb45df59b78add5b65d575386832465 (2026-01-31) behaves with its
+  defaults (``tests.support.llama_vim``), straight to ``/infill``: one request
+  at a time, never cancelled, retried every 100 ms for the cursor's place
+  while one runs; the first request for a place with ``t_max_predict_ms``
+  250, and after a suggestion shows a speculative one as if it were accepted
+  with 1000; nothing asked where its result cache (keyed on the local
+  context) already holds an answer; ``top_k`` 40, ``top_p`` 0.90, samplers
+  ``top_k, top_p, infill``, ``n_predict`` 128, ``cache_prompt``, 256 lines
+  before and 64 after, no extra context (none gathers in this session);
+- with ``--long``, the same client with greedy decoding (temperature 0) in
+  place of its samplers, as scopecache decodes: the strategy alone.
 
 Rows (scopecache's value, the baseline's, their ratio): keys after which a
-suggestion was on screen before the next key, useful ones, characters Tab
-would have saved, and the server's busy seconds per useful suggestion (lower
-is better). ``make bench`` (and ``--quick``) types six lines; ``--long``
-types twelve and adds the same rows against the baseline with greedy
-decoding instead of llama.vim's sampling (scopecache decodes greedily): the
-strategy alone.
+suggestion was on screen before the next key, the useful and the wrong ones;
+useful suggestions (a suggestion typed through counts once, not once per
+key); characters Tab would have saved, accepting first lines only and
+accepting whole suggestions over several lines; the seconds from a key to a
+new suggestion (p50, p90); the server's busy seconds, in all and per useful
+suggestion; requests that reached the server. ``make bench`` (and
+``--quick``) types six lines; ``--long`` types twelve.
 
 Run: ``.venv/bin/python -m tests.bench.bench_slow_model [--long]``.
 """
@@ -27,13 +37,14 @@ Run: ``.venv/bin/python -m tests.bench.bench_slow_model [--long]``.
 from __future__ import annotations
 
 import asyncio
-import math
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from tests.bench.rows import row
 from tests.support.code_model import ensure
+from tests.support.llama_vim import LLAMA_VIM_COMMIT, run_llama_vim
 from tests.support.llamacpp import missing_reason
 from tests.support.typing_session import (
     ClientRun,
@@ -41,18 +52,12 @@ from tests.support.typing_session import (
     TypingScript,
     code_model_server,
     code_model_session,
-    run_finishing,
     run_scopecache,
     scopecache_settings,
 )
 
-
-def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
-    if baseline:
-        ratio: float | None = value / baseline
-    else:
-        ratio = None if not value else math.inf
-    return {"name": name, "value": value, "baseline": baseline, "ratio": ratio, "unit": unit}
+#: the baseline's name in the table
+BASELINE = f"llama.vim {LLAMA_VIM_COMMIT[:7]}"
 
 
 async def _session(script: TypingScript, model: Path, client: str) -> ClientRun:
@@ -61,7 +66,7 @@ async def _session(script: TypingScript, model: Path, client: str) -> ClientRun:
             return await run_scopecache(
                 script, scopecache_settings(server.url), busy_url=server.url
             )
-        return await run_finishing(script, server.url, greedy=client == "greedy")
+        return await run_llama_vim(script, server.url, greedy=client == "greedy")
 
 
 def measure(long: bool) -> dict[str, SessionScore]:
@@ -75,18 +80,24 @@ def measure(long: bool) -> dict[str, SessionScore]:
     return {name: SessionScore.of(asyncio.run(_session(script, model, name))) for name in clients}
 
 
-def _rows(ours: SessionScore, theirs: SessionScore, against: str) -> list[dict[str, Any]]:
-    keys = f"of {ours.keys} keys"
+def rows_against(ours: SessionScore, theirs: SessionScore, against: str) -> list[dict[str, Any]]:
+    """The comparison's rows: scopecache's figure, the other client's, their ratio."""
+    figures: list[tuple[str, str, str]] = [
+        (f"keys with a suggestion on screen (of {ours.keys} keys)", "shown", "keys"),
+        ("keys with a useful suggestion on screen", "useful_keys", "keys"),
+        ("keys with a wrong suggestion on screen", "wrong_keys", "keys"),
+        ("useful suggestions shown", "useful_suggestions", "suggestions"),
+        ("characters Tab would have saved, first lines", "chars_saved_line", "chars"),
+        ("characters Tab would have saved, over several lines", "chars_saved_lines", "chars"),
+        ("new-suggestion latency p50", "new_latency_p50", "s"),
+        ("new-suggestion latency p90", "new_latency_p90", "s"),
+        ("server busy seconds", "busy_seconds", "s"),
+        ("server seconds per useful suggestion", "seconds_per_useful", "s"),
+        ("requests that reached the server", "requests", "n"),
+    ]
     return [
-        _row(f"shown before the next key ({keys}), vs {against}", ours.shown, theirs.shown,
-             "keys"),
-        _row(f"useful suggestions shown, vs {against}", ours.useful, theirs.useful, "keys"),
-        _row(f"characters Tab would have saved, vs {against}", ours.chars_saved,
-             theirs.chars_saved, "chars"),
-        _row(f"server seconds per useful suggestion, vs {against}", ours.seconds_per_useful,
-             theirs.seconds_per_useful, "s"),
-        _row(f"requests that reached the server, vs {against}", ours.requests, theirs.requests,
-             "n"),
+        row(f"{name}, vs {against}", getattr(ours, field), getattr(theirs, field), unit)
+        for name, field, unit in figures
     ]
 
 
@@ -94,9 +105,9 @@ def run(quick: bool = False, long: bool = False) -> list[dict[str, Any]]:
     """The benchmark rows (``quick`` changes nothing: the short session is already short)."""
     scores = measure(long)
     ours = scores.pop("scopecache")
-    rows = _rows(ours, scores["llama.vim"], "llama.vim's strategy")
+    rows = rows_against(ours, scores["llama.vim"], BASELINE)
     if "greedy" in scores:
-        rows += _rows(ours, scores["greedy"], "the same, greedy")
+        rows += rows_against(ours, scores["greedy"], f"{BASELINE}, greedy")
     return rows
 
 

@@ -2,27 +2,23 @@
 
 The session: some consecutive lines are cut from a real source file; the
 developer types them back at a human pace (one change per key, the editor's
-auto-indent after Enter), never accepting a suggestion. Two clients watch the
-same keystrokes at the same times:
+auto-indent after Enter), never accepting a suggestion. Clients watch the
+same keystrokes at the same times: here the real ``scopecache serve``
+process (``run_scopecache``), driven as an editor drives it: after every
+change an ``inlineCompletion`` request, and the request still outstanding
+when the next key arrives is cancelled (``$/cancelRequest``), as VS Code and
+Neovim do; llama.vim's client, the peer, is ``tests.support.llama_vim``.
 
-* ``ScopecacheClient``: the real ``scopecache serve`` process, driven as an
-  editor drives it: after every change an ``inlineCompletion`` request, and
-  the request still outstanding when the next key arrives is cancelled
-  (``$/cancelRequest``), as VS Code and Neovim do;
-* ``FinishingClient``: the strategy of ggml-org's llama.vim, straight to
-  llama.cpp's ``/infill``: at most one request at a time, never cancelled;
-  when it finishes and the text has moved on, it asks again for the newest
-  state; a finished answer is shown while the typed text still agrees with
-  it. Its prompt is llama.vim's: 256 lines before the cursor line, the cursor
-  line's prefix as ``prompt``, the rest of the line and 64 lines after.
-
-What counts (``SessionScore``): keys after which a suggestion was on screen
-before the next key; of those, the useful ones (the suggestion's first line
-is what the developer went on to type, or starts it); the characters Tab
-would have saved (a developer who presses Tab whenever a useful suggestion
-shows, accepting its first line); requests, cancelled and finished; and the
-server's busy time (``ServerBusyMeter`` samples llama.cpp's ``/slots``),
-per useful suggestion.
+What counts (``SessionScore``), keys and suggestions apart (a suggestion on
+screen while it is typed through is one suggestion, one key per character):
+keys after which a suggestion was on screen before the next key, the useful
+and the wrong ones (useful: its first line is what the developer went on to
+type on the line, or starts it); suggestions that appeared, the useful
+ones, and the seconds from a key to a new suggestion (p50, p90); the
+characters Tab would have saved, accepting first lines only and accepting
+whole suggestions over several lines where all of one is right; requests,
+cancelled and finished; and the server's busy time (``ServerBusyMeter``
+samples llama.cpp's ``/slots``).
 """
 
 from __future__ import annotations
@@ -41,14 +37,8 @@ import httpx
 from lsprotocol import types
 
 from lsp_server.kit.client import ServerProcess
+from lsp_server.observe.stats import percentile
 from tests.support.llamacpp import LlamaCppServer
-
-#: llama.vim's defaults for its /infill request
-LLAMA_VIM_PREFIX_LINES = 256
-LLAMA_VIM_SUFFIX_LINES = 64
-LLAMA_VIM_N_PREDICT = 128
-LLAMA_VIM_T_MAX_PROMPT_MS = 500
-LLAMA_VIM_T_MAX_PREDICT_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -62,6 +52,9 @@ class Key:
     edit: tuple[int, int, int, int, str]
     #: what the developer goes on to type on this line after this key
     expect: str
+    #: what the developer goes on to type from here to the session's end, as
+    #: it lands in the file (this line's rest, then each later line whole)
+    ahead: str = ""
 
 
 @dataclass
@@ -109,27 +102,36 @@ def typing_script(
     keys: list[Key] = []
     t = 0.5
     row = first - 1
-    for text in cut:
+    for number, text in enumerate(cut):
         indent = text[: len(text) - len(text.lstrip())]
         body = text[len(indent) :]
+        later = "".join("\n" + line for line in cut[number + 1 :])
         end = len(lines[first - 1]) if row == first - 1 else len(cut[row - first])
         t += gap(line_pause_ms)
-        keys.append(Key(t, row + 1, len(indent), (row, end, row, end, "\n" + indent), body))
+        enter = (row, end, row, end, "\n" + indent)
+        keys.append(Key(t, row + 1, len(indent), enter, body, body + later))
         row += 1
         t += gap(line_pause_ms / 2)
         for i, char in enumerate(body):
             col = len(indent) + i
-            keys.append(Key(t, row, col + 1, (row, col, row, col, char), body[i + 1 :]))
+            rest = body[i + 1 :]
+            keys.append(Key(t, row, col + 1, (row, col, row, col, char), rest, rest + later))
             t += gap(key_ms)
     return TypingScript(uri=uri, text="\n".join(kept), final=source, keys=keys)
 
 
 @dataclass
 class Shown:
-    """What the client showed after one key, before the next."""
+    """What the client showed after one key, before the next.
+
+    ``text`` is what Tab would insert at the cursor; ``at`` the seconds
+    from the key to the moment it appeared (0 when the key's own handling
+    showed it; ``None`` when nothing was shown).
+    """
 
     key: Key
     text: str | None
+    at: float | None = None
 
 
 @dataclass
@@ -154,43 +156,105 @@ def first_line(text: str) -> str:
 
 
 def useful(text: str | None, expect: str) -> bool:
-    """Non-empty, and its first line and what was typed next agree (one starts the other)."""
+    """Its first line is not blank and agrees with what is typed next on the line.
+
+    It agrees when it is the start of what is typed next, or goes on past
+    it; at the end of the line (nothing left to type there) only a first line
+    that is empty could agree, so nothing there is useful on the line.
+    """
     if not text:
         return False
     head = first_line(text)
-    return bool(head.strip()) and (head.startswith(expect) or expect.startswith(head))
+    if not head.strip():
+        return False
+    return expect.startswith(head) or (bool(expect) and head.startswith(expect))
 
 
-def tab_savings(shown: list[Shown]) -> int:
-    """Characters saved by a developer who presses Tab on every useful suggestion.
+def continues(before: Shown | None, item: Shown) -> bool:
+    """Whether ``item`` shows the suggestion ``before`` showed, typed through by its key.
 
-    Tab accepts the suggestion's first line; it saves characters only where
-    that line is what the developer was about to type (``expect`` starts
-    with it). The keys that typed those characters are then skipped.
+    The key typed the suggestion's first characters and the rest is still on
+    screen: the same suggestion, not a new one.
+    """
+    if before is None or not before.text or not item.text:
+        return False
+    typed = item.key.edit[4]
+    return before.text == typed + item.text
+
+
+def new_suggestions(shown: list[Shown]) -> list[Shown]:
+    """The keys at which a suggestion appeared that was not the previous one typed through."""
+    found: list[Shown] = []
+    before: Shown | None = None
+    for item in shown:
+        if item.text and not continues(before, item):
+            found.append(item)
+        before = item
+    return found
+
+
+def _end_of(key: Key, text: str) -> tuple[int, int]:
+    """Where the cursor lands after ``text`` is inserted at ``key``'s cursor."""
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return key.line, key.character + len(text)
+    return key.line + len(lines) - 1, len(lines[-1])
+
+
+def tab_savings(shown: list[Shown], *, several_lines: bool = False) -> int:
+    """Characters saved by a developer who presses Tab whenever what is shown is right.
+
+    On the line (the default), Tab accepts the suggestion's first line, and
+    only where that line is what the developer was about to type on this line
+    (``expect`` starts with it). Over several lines, Tab accepts the whole
+    suggestion where all of it is what the developer was about to type
+    (``ahead`` starts with it), and the first line where only that is right.
+    The keys that typed the accepted characters are then skipped: what they
+    showed was never seen.
     """
     saved = 0
-    skip_until: tuple[int, int] = (-1, -1)
+    skip_until = (-1, -1)
     for item in shown:
         key = item.key
-        if (key.line, key.character) < skip_until and key.line == skip_until[0]:
+        if (key.line, key.character) < skip_until or not item.text:
             continue
-        if item.text is None:
-            continue
-        head = first_line(item.text)
-        if head and key.expect.startswith(head):
-            saved += len(head)
-            skip_until = (key.line, key.character + len(head))
+        accepted = ""
+        if several_lines and key.ahead.startswith(item.text):
+            accepted = item.text
+        else:
+            head = first_line(item.text)
+            if key.expect.startswith(head):
+                accepted = head
+        if accepted:
+            saved += len(accepted)
+            skip_until = _end_of(key, accepted)
     return saved
 
 
 @dataclass(frozen=True)
 class SessionScore:
-    """The figures the slow-model comparison is about."""
+    """The figures the slow-model comparison is about.
+
+    Keys and suggestions are counted apart: a suggestion that stays on screen
+    while it is typed through is one suggestion but one key per character.
+    """
 
     keys: int
+    #: keys after which a suggestion was on screen before the next key
     shown: int
-    useful: int
-    chars_saved: int
+    #: of those, keys whose suggestion was useful (``useful``)
+    useful_keys: int
+    #: suggestions that appeared (not the one before, typed through)
+    suggestions: int
+    #: of those, the useful ones, judged at the key they appeared at
+    useful_suggestions: int
+    #: characters Tab would have saved accepting first lines only
+    chars_saved_line: int
+    #: characters Tab would have saved accepting whole suggestions where right
+    chars_saved_lines: int
+    #: seconds from a key to the appearance of a new suggestion: median, 90th
+    new_latency_p50: float | None
+    new_latency_p90: float | None
     requests: int
     cancelled: int
     finished: int
@@ -199,11 +263,18 @@ class SessionScore:
     @classmethod
     def of(cls, run: ClientRun) -> SessionScore:
         """Score one client's run."""
+        appeared = new_suggestions(run.shown)
+        latencies = [item.at for item in appeared if item.at is not None]
         return cls(
             keys=len(run.shown),
             shown=sum(1 for s in run.shown if s.text),
-            useful=sum(1 for s in run.shown if useful(s.text, s.key.expect)),
-            chars_saved=tab_savings(run.shown),
+            useful_keys=sum(1 for s in run.shown if useful(s.text, s.key.expect)),
+            suggestions=len(appeared),
+            useful_suggestions=sum(1 for s in appeared if useful(s.text, s.key.expect)),
+            chars_saved_line=tab_savings(run.shown),
+            chars_saved_lines=tab_savings(run.shown, several_lines=True),
+            new_latency_p50=percentile(latencies, 50) if latencies else None,
+            new_latency_p90=percentile(latencies, 90) if latencies else None,
             requests=run.requests,
             cancelled=run.cancelled,
             finished=run.finished,
@@ -211,9 +282,16 @@ class SessionScore:
         )
 
     @property
-    def seconds_per_useful(self) -> float:
-        """Server busy seconds per useful suggestion (inf when none was useful)."""
-        return self.busy_seconds / self.useful if self.useful else math.inf
+    def wrong_keys(self) -> int:
+        """Keys after which a suggestion that was not useful was on screen."""
+        return self.shown - self.useful_keys
+
+    @property
+    def seconds_per_useful(self) -> float | None:
+        """Server busy seconds per useful suggestion (``None`` when none was useful)."""
+        if not self.useful_suggestions:
+            return None
+        return self.busy_seconds / self.useful_suggestions
 
 
 class ServerBusyMeter:
@@ -260,7 +338,8 @@ class ServerBusyMeter:
                 self._stop.wait(self.interval)
 
 
-async def _at(started: float, t: float) -> None:
+async def at_time(started: float, t: float) -> None:
+    """Sleep until ``t`` seconds after ``started`` (the session's clock)."""
     delay = started + t - time.perf_counter()
     if delay > 0:
         await asyncio.sleep(delay)
@@ -278,7 +357,7 @@ async def run_scopecache(
     answers: dict[int, tuple[float, str | None]] = {}
     pending: list[tuple[str, asyncio.Task[None]]] = []
 
-    logging = {"log_file": log_file, "log_level": "DEBUG"} if log_file else {}
+    logging: dict[str, Any] = {"log_file": log_file, "log_level": "DEBUG"} if log_file else {}
     async with ServerProcess(settings, **logging) as server:
         server.open(script.uri, script.text, "python")
 
@@ -297,7 +376,7 @@ async def run_scopecache(
         started = time.perf_counter()
         try:
             for index, key in enumerate(script.keys):
-                await _at(started, key.t)
+                await at_time(started, key.t)
                 for msg_id, task in pending:
                     if not task.done():
                         server.cancel(msg_id)
@@ -312,7 +391,7 @@ async def run_scopecache(
                 msg_id, future = server.request(types.TEXT_DOCUMENT_INLINE_COMPLETION, params)
                 pending.append((msg_id, asyncio.ensure_future(ask(index, future))))
                 run.asked += 1
-            await _at(started, script.keys[-1].t + 1.0)
+            await at_time(started, script.keys[-1].t + 1.0)
             for msg_id, task in pending:
                 if not task.done():
                     server.cancel(msg_id)
@@ -328,121 +407,15 @@ async def run_scopecache(
             script.keys[index + 1].t if index + 1 < len(script.keys) else key.t + 1.0
         )
         arrived = answers.get(index)
-        visible = arrived[1] if arrived is not None and arrived[0] <= deadline else None
-        run.shown.append(Shown(key, visible))
+        if arrived is not None and arrived[0] <= deadline and arrived[1]:
+            run.shown.append(Shown(key, arrived[1], max(0.0, arrived[0] - started - key.t)))
+        else:
+            run.shown.append(Shown(key, None))
     run.requests = int(stats.get("upstreamRequests", 0))
     run.cancelled = int(stats.get("upstreamCancelled", 0))
     run.finished = int(stats.get("upstreamCompleted", 0))
     run.extra = {"stats": stats}
     run.busy_seconds = meter.busy_seconds if meter is not None else 0.0
-    return run
-
-
-class _Buffer:
-    """The finishing client's copy of the text."""
-
-    def __init__(self, text: str) -> None:
-        self.lines = text.split("\n")
-
-    def apply(self, edit: tuple[int, int, int, int, str]) -> None:
-        sl, sc, el, ec, text = edit
-        head = self.lines[sl][:sc]
-        tail = self.lines[el][ec:]
-        self.lines[sl : el + 1] = (head + text + tail).split("\n")
-
-
-def llama_vim_body(
-    lines: list[str], line: int, character: int, *, greedy: bool = False
-) -> dict[str, Any]:
-    """llama.vim's ``/infill`` request for the cursor at (line, character).
-
-    ``greedy`` replaces its sampler chain (top-k 40, top-p 0.99, then a random
-    draw) with greedy decoding, as scopecache asks for (temperature 0).
-    """
-    cursor_line = lines[line]
-    before = lines[max(0, line - LLAMA_VIM_PREFIX_LINES) : line]
-    after = lines[line + 1 : line + 1 + LLAMA_VIM_SUFFIX_LINES]
-    prefix = "".join(text + "\n" for text in before)
-    middle = cursor_line[:character]
-    suffix = cursor_line[character:] + "\n" + "".join(text + "\n" for text in after)
-    sampling: dict[str, Any] = (
-        {"temperature": 0.0}
-        if greedy
-        else {"top_k": 40, "top_p": 0.99, "samplers": ["top_k", "top_p", "infill"]}
-    )
-    return {
-        **sampling,
-        "input_prefix": prefix,
-        "input_suffix": suffix,
-        "input_extra": [],
-        "prompt": middle,
-        "n_predict": LLAMA_VIM_N_PREDICT,
-        "stop": [],
-        "n_indent": len(middle) - len(middle.lstrip()),
-        "stream": False,
-        "cache_prompt": True,
-        "t_max_prompt_ms": LLAMA_VIM_T_MAX_PROMPT_MS,
-        "t_max_predict_ms": LLAMA_VIM_T_MAX_PREDICT_MS,
-    }
-
-
-async def run_finishing(script: TypingScript, url: str, *, greedy: bool = False) -> ClientRun:
-    """Type the script with llama.vim's strategy: one request at a time, never cancelled."""
-    run = ClientRun("finish-every-request" + (" (greedy)" if greedy else ""))
-    buffer = _Buffer(script.text)
-    #: the answers so far: (line, line prefix when asked, answer text)
-    answers: list[tuple[int, str, str]] = []
-    state: dict[str, Any] = {"cursor": None, "busy": False}
-    done = asyncio.Event()
-
-    async with httpx.AsyncClient(base_url=url, timeout=120.0) as client:
-
-        async def request_loop() -> None:
-            while True:
-                cursor = state["cursor"]
-                asked = (cursor, buffer.lines[cursor[0]][: cursor[1]])
-                body = llama_vim_body(buffer.lines, *cursor, greedy=greedy)
-                run.asked += 1
-                run.requests += 1
-                answer = await client.post("/infill", json=body)
-                run.finished += 1
-                content = answer.json().get("content", "")
-                answers.append((asked[0][0], asked[1], content))
-                if state["cursor"] == cursor and not state["changed"]:
-                    state["busy"] = False
-                    done.set()
-                    return
-                state["changed"] = False
-
-        def visible(line: int, character: int) -> str | None:
-            prefix = buffer.lines[line][:character]
-            for asked_line, asked_prefix, content in reversed(answers):
-                if asked_line != line or not prefix.startswith(asked_prefix):
-                    continue
-                typed = prefix[len(asked_prefix) :]
-                if content.startswith(typed) and len(content) > len(typed):
-                    return content[len(typed) :]
-            return None
-
-        started = time.perf_counter()
-        loops: list[asyncio.Task[None]] = []
-        with ServerBusyMeter(url) as meter:
-            for index, key in enumerate(script.keys):
-                await _at(started, key.t)
-                buffer.apply(key.edit)
-                state["cursor"] = (key.line, key.character)
-                if state["busy"]:
-                    state["changed"] = True
-                else:
-                    state["busy"], state["changed"] = True, False
-                    done.clear()
-                    loops.append(asyncio.ensure_future(request_loop()))
-                next_t = script.keys[index + 1].t if index + 1 < len(script.keys) else key.t + 1
-                await _at(started, next_t - 0.001)
-                run.shown.append(Shown(key, visible(key.line, key.character)))
-            await asyncio.gather(*loops)
-            await asyncio.to_thread(meter.wait_idle)
-        run.busy_seconds = meter.busy_seconds
     return run
 
 
