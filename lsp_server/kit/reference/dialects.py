@@ -7,11 +7,16 @@ a whole response body, one stream chunk per token, and the stream's
 closing bytes. OpenAI completions and chat use SSE
 (``data: {...}`` then ``data: [DONE]``), llama.cpp ``/infill`` uses SSE with
 ``"stop": true`` on the last chunk, Ollama ``/api/generate`` uses NDJSON.
+
+A request that asks for token probabilities (OpenAI ``logprobs``, llama.cpp
+``n_probs``, Ollama ``logprobs``) gets each token's probability, from the
+engine, in the dialect's own shape; chat answers carry none.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +42,8 @@ class Ask:
     multiline: bool | None = None
     model: str = MODEL
     include_usage: bool = False
+    #: the client asked for each token's probability
+    probabilities: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -65,6 +72,11 @@ def optional_int(value: Any, name: str) -> int | None:
     return value
 
 
+def logprob(probability: float) -> float:
+    """The natural log of a probability (never of 0: the engine's shares are positive)."""
+    return math.log(max(probability, 1e-9))
+
+
 def multiline_hint(body: dict[str, Any]) -> bool | None:
     """The non-standard ``multiline`` field, when it is a boolean."""
     value = body.get("multiline")
@@ -85,8 +97,8 @@ class Dialect:
         """The non-streaming response body."""
         raise NotImplementedError
 
-    def chunk(self, ask: Ask, delta: str) -> bytes:
-        """One stream chunk carrying ``delta``."""
+    def chunk(self, ask: Ask, delta: str, probability: float | None = None) -> bytes:
+        """One stream chunk carrying ``delta`` (and its probability, if asked for)."""
         raise NotImplementedError
 
     def finish(self, ask: Ask, completion: Completion) -> bytes:
@@ -130,6 +142,7 @@ class OpenAICompletions(Dialect):
             multiline=multiline_hint(body),
             model=str(body.get("model") or MODEL),
             include_usage=bool(isinstance(options, dict) and options.get("include_usage")),
+            probabilities=isinstance(body.get("logprobs"), int) and body["logprobs"] is not False,
         )
 
     def _envelope(self, ask: Ask, choice: dict[str, Any]) -> dict[str, Any]:
@@ -147,9 +160,14 @@ class OpenAICompletions(Dialect):
                   "finish_reason": completion.finish_reason}
         return dumps({**self._envelope(ask, choice), "usage": self.usage(completion)})
 
-    def chunk(self, ask: Ask, delta: str) -> bytes:
-        """See ``Dialect.chunk``."""
-        choice = {"text": delta, "index": 0, "logprobs": None, "finish_reason": None}
+    def chunk(self, ask: Ask, delta: str, probability: float | None = None) -> bytes:
+        """See ``Dialect.chunk``: ``logprobs`` as OpenAI and vLLM give them."""
+        logprobs = None
+        if probability is not None:
+            value = logprob(probability)
+            logprobs = {"tokens": [delta], "token_logprobs": [value],
+                        "top_logprobs": [{delta: value}], "text_offset": [0]}
+        choice = {"text": delta, "index": 0, "logprobs": logprobs, "finish_reason": None}
         return b"data: " + dumps(self._envelope(ask, choice)) + b"\n\n"
 
     def finish(self, ask: Ask, completion: Completion) -> bytes:
@@ -196,8 +214,8 @@ class OpenAIChat(OpenAICompletions):
                   "finish_reason": completion.finish_reason}
         return dumps({**self._envelope(ask, choice), "usage": self.usage(completion)})
 
-    def chunk(self, ask: Ask, delta: str) -> bytes:
-        """See ``Dialect.chunk``."""
+    def chunk(self, ask: Ask, delta: str, probability: float | None = None) -> bytes:
+        """See ``Dialect.chunk`` (no probabilities in chat answers)."""
         choice = {"index": 0, "delta": {"content": delta}, "finish_reason": None}
         return b"data: " + dumps(self._envelope(ask, choice)) + b"\n\n"
 

@@ -19,6 +19,13 @@ Tokens: a token is an optional whitespace run followed by a word or one
 punctuation character (``TOKEN_PATTERN``); whitespace at the very end is a
 token of its own. Concatenating the tokens of a text gives the text back, so
 streaming deltas are tokens and ``max_tokens`` counts them.
+
+Probabilities (asked with ``probabilities=True``): a token's probability is
+the share of the corpus places that continue the same way, among those that
+matched the prompt's tail and agree with the answer so far (at most
+``MAX_ALTERNATIVES`` places). A continuation the corpus has once is sure
+(1.0) throughout; where two copies of the matched text go on differently,
+the token where they part has 0.5, so tests can exercise cuts without a model.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ MIN_MATCH = 4
 #: their headers a few lines up, as a real model with a long prompt would
 MAX_MATCH = 400
 MAX_BLOCK_LINES = 4
+#: corpus places weighed for a token's probability
+MAX_ALTERNATIVES = 64
 #: separates documents in the concatenated corpus; never part of a match
 DOC_SEPARATOR = "\x00"
 
@@ -61,6 +70,8 @@ class Completion:
     prompt_tokens: int
     #: how many characters of the prompt's tail matched the corpus (0: none)
     matched_chars: int = 0
+    #: each token's probability, in ``tokens`` order (empty: not asked for)
+    probabilities: tuple[float, ...] = ()
 
     @property
     def completion_tokens(self) -> int:
@@ -179,8 +190,13 @@ class CorpusEngine:
         max_tokens: int | None = None,
         stop: Iterable[str] = (),
         multiline: bool | None = None,
+        probabilities: bool = False,
     ) -> Completion:
-        """Continue ``prefix``; ``multiline=None`` means detect a block opener."""
+        """Continue ``prefix``; ``multiline=None`` means detect a block opener.
+
+        With ``probabilities``, each token's probability comes along
+        (see the module docstring).
+        """
         prompt_tokens = count_tokens(prefix) + count_tokens(suffix)
         end, length = self.longest_match(prefix)
         if length == 0:
@@ -198,7 +214,25 @@ class CorpusEngine:
             if len(tokens) > max_tokens:
                 text = "".join(tokens[:max_tokens])
                 finish = "length"
-        return Completion(text, finish, prompt_tokens, length)
+        if not probabilities:
+            return Completion(text, finish, prompt_tokens, length)
+        shares = self._shares(prefix[-length:], end, text)
+        return Completion(text, finish, prompt_tokens, length, shares)
+
+    def _shares(self, matched: str, end: int, text: str) -> tuple[float, ...]:
+        """Each token's share of the corpus places that agree with ``text`` before it."""
+        corpus = self._text
+        places = [e for e in self._ends_matching(matched) if e != end][: MAX_ALTERNATIVES - 1]
+        places.append(end)
+        shares = []
+        offset = 0
+        for token in split_tokens(text):
+            upto = offset + len(token)
+            agreeing = [p for p in places if corpus[p + offset : p + upto] == token]
+            shares.append(len(agreeing) / len(places))
+            places = agreeing or [end]
+            offset = upto
+        return tuple(shares)
 
     def _continuation(self, end: int, multiline: bool) -> str:
         text = self._text

@@ -11,6 +11,7 @@ from lsp_server.kit.reference.dialects import (
     BadRequest,
     Dialect,
     dumps,
+    logprob,
     multiline_hint,
     optional_int,
     parse_stop,
@@ -38,6 +39,7 @@ class LlamaInfill(Dialect):
             stop=parse_stop(body.get("stop")),
             stream=bool(body.get("stream", False)),
             multiline=multiline_hint(body),
+            probabilities=(optional_int(body.get("n_probs"), "n_probs") or 0) > 0,
         )
 
     def _final(self, completion: Completion, content: str) -> dict[str, Any]:
@@ -62,9 +64,16 @@ class LlamaInfill(Dialect):
         """See ``Dialect.full``."""
         return dumps(self._final(completion, completion.text))
 
-    def chunk(self, ask: Ask, delta: str) -> bytes:
-        """See ``Dialect.chunk``."""
-        return b"data: " + dumps({"content": delta, "stop": False}) + b"\n\n"
+    def chunk(self, ask: Ask, delta: str, probability: float | None = None) -> bytes:
+        """See ``Dialect.chunk``: ``completion_probabilities`` as llama.cpp gives them."""
+        event: dict[str, Any] = {"content": delta, "stop": False}
+        if probability is not None:
+            value = logprob(probability)
+            event["completion_probabilities"] = [{
+                "id": 0, "token": delta, "bytes": list(delta.encode()), "logprob": value,
+                "top_logprobs": [{"id": 0, "token": delta, "logprob": value}],
+            }]
+        return b"data: " + dumps(event) + b"\n\n"
 
     def finish(self, ask: Ask, completion: Completion) -> bytes:
         """See ``Dialect.finish``."""
@@ -99,6 +108,7 @@ class OllamaGenerate(Dialect):
             stream=bool(body.get("stream", True)),
             multiline=multiline_hint(body),
             model=str(body.get("model") or MODEL),
+            probabilities=body.get("logprobs") is True,
         )
 
     def _line(self, ask: Ask, **fields: Any) -> bytes:
@@ -119,9 +129,12 @@ class OllamaGenerate(Dialect):
         """See ``Dialect.full``."""
         return self._done(ask, completion, completion.text)
 
-    def chunk(self, ask: Ask, delta: str) -> bytes:
-        """See ``Dialect.chunk``."""
-        return self._line(ask, response=delta, done=False)
+    def chunk(self, ask: Ask, delta: str, probability: float | None = None) -> bytes:
+        """See ``Dialect.chunk``: ``logprobs`` as Ollama gives them."""
+        if probability is None:
+            return self._line(ask, response=delta, done=False)
+        scored = [{"token": delta, "logprob": logprob(probability), "top_logprobs": []}]
+        return self._line(ask, response=delta, done=False, logprobs=scored)
 
     def finish(self, ask: Ask, completion: Completion) -> bytes:
         """See ``Dialect.finish``."""

@@ -106,6 +106,7 @@ class Responder:
             max_tokens=ask.max_tokens,
             stop=ask.stop,
             multiline=ask.multiline,
+            probabilities=ask.probabilities,
         )
         pieces = done.tokens
         if not pieces and fault.mode in ("malformed-json", "invalid-utf8"):
@@ -198,7 +199,9 @@ class Responder:
             if mode == "reset-mid-stream" and i >= reset_after:
                 await self._cut()
             await watch.sleep(0 if fast else (ttft if i == 0 else gap))
-            await asgi.body(send, dialect.chunk(ask, piece), more=True)
+            shares = completion.probabilities
+            share = shares[i] if i < len(shares) else None
+            await asgi.body(send, dialect.chunk(ask, piece, share), more=True)
             if mode == "malformed-json":
                 await asgi.body(send, dialect.broken_chunk())
                 self._stats.streams_completed += 1
