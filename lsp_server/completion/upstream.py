@@ -145,7 +145,7 @@ class AnswerStore:
                 )
             )
             return
-        self._keep(place, stream.text, truncated=stream.truncated)
+        self._keep(place, stream.text, truncated=stream.truncated, stream=stream)
 
     def keep_cut(self, stream: InflightStream, place: AnswerPlace) -> None:
         """Keep the lines a cancelled stream finished, marked as cut, in L1 and L2.
@@ -161,12 +161,18 @@ class AnswerStore:
         text = stream.text[:end] if end > 0 else ""
         if not text.strip():
             return
-        if self._keep(place, text, truncated=True):
+        if self._keep(place, text, truncated=True, stream=stream):
             self._host.stats.cut_answers_kept += 1
             logger.debug("kept %d finished characters of a cut stream for %r", len(text), place.key)
 
-    def _keep(self, place: AnswerPlace, text: str, *, truncated: bool) -> bool:
-        """Write ``text`` to L1 and share what was stored; False when nothing was."""
+    def _keep(
+        self, place: AnswerPlace, text: str, *, truncated: bool, stream: InflightStream
+    ) -> bool:
+        """Write ``text`` to L1 and share what was stored; False when nothing was.
+
+        The model's confidence in the stream's tokens goes with it, so a
+        suggestion served from memory is cut where the fresh one was.
+        """
         entry = self._host.store.put(
             place.key,
             place.anchor,
@@ -175,6 +181,7 @@ class AnswerStore:
             context=place.context,
             origin=place.origin,
             truncated=truncated,
+            confidence=stream.confidence(),
         )
         if entry is None:
             return False
@@ -380,6 +387,7 @@ class UpstreamStreams:
             filename=context.filename,
             repo_name=context.repo_name,
             document=uri,
+            probabilities=self.completion.confidence,
         )
         return request, bounds
 
