@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +26,8 @@ from tests.support.greet import COLUMN, EXPECTED, LINE, TEXT, URI
 from transport.backend import StaticBackend
 
 INLINE = types.TEXT_DOCUMENT_INLINE_COMPLETION
+#: seconds an answer may take on a loaded machine before a test fails
+DEADLINE = 60.0
 PARAMS = {
     "textDocument": {"uri": URI},
     "position": {"line": LINE, "character": COLUMN},
@@ -37,10 +40,13 @@ class RecordingWriter:
 
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
+        #: set at every write, for a waiter to look again
+        self.wrote = asyncio.Event()
 
     def write(self, data: bytes) -> None:
         _, body = data.split(b"\r\n\r\n", 1)
         self.sent.append(json.loads(body))
+        self.wrote.set()
 
     def close(self) -> None:
         pass
@@ -74,12 +80,16 @@ class Editor:
         self.protocol.receive({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def answer(self, msg_id: int) -> dict[str, Any]:
-        for _ in range(200):
+        """The answer to ``msg_id``, waiting for the writes until it comes."""
+        while True:
+            self.writer.wrote.clear()
             answer = self.writer.answer(msg_id)
             if answer is not None:
                 return answer
-            await asyncio.sleep(0.005)
-        raise AssertionError(f"no answer to request {msg_id}")
+            try:
+                await asyncio.wait_for(self.writer.wrote.wait(), DEADLINE)
+            except TimeoutError:
+                raise AssertionError(f"no answer to request {msg_id}") from None
 
     async def start(self) -> None:
         options = {"cache": {"l2": "none"}, "speculative": {"enabled": False}}
@@ -129,13 +139,19 @@ async def test_a_hit_answers_a_string_id_with_the_same_string(editor_for: Any) -
 
 
 async def test_a_miss_is_the_requests_task_and_a_cancel_reaches_it(editor_for: Any) -> None:
-    backend = StaticBackend(EXPECTED, delay=5.0)
+    asked = asyncio.Event()
+
+    def answer(_request: Any) -> str:
+        asked.set()
+        return EXPECTED
+
+    backend = StaticBackend(answer, delay=DEADLINE)
     editor = editor_for(backend)
     await editor.start()
     msg_id = editor.request(INLINE, PARAMS)
     assert editor.writer.answer(msg_id) is None
     assert msg_id in editor.protocol._request_futures
-    await asyncio.sleep(0.05)  # the stream has started
+    await asyncio.wait_for(asked.wait(), DEADLINE)  # the stream has started
     editor.notify(types.CANCEL_REQUEST, {"id": msg_id})
     answer = await editor.answer(msg_id)
     assert answer["error"]["code"] == types.LSPErrorCodes.RequestCancelled
@@ -183,16 +199,23 @@ async def test_a_hit_waits_for_an_earlier_handler_that_has_not_started(editor_fo
     await editor.answer(miss)
 
 
-async def test_before_initialize_and_after_shutdown_the_route_is_closed(editor_for: Any) -> None:
+async def test_before_initialize_and_after_shutdown_the_route_is_closed(
+    editor_for: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     editor = editor_for(StaticBackend(EXPECTED))
     msg_id = editor.request(INLINE, PARAMS)
     answer = editor.writer.answer(msg_id)
     assert answer is not None and answer["error"]["code"] == types.ErrorCodes.ServerNotInitialized
     await editor.start()
     await editor.answer(editor.request(types.SHUTDOWN, None))
-    msg_id = editor.request(INLINE, PARAMS)
-    await asyncio.sleep(0.02)
-    assert editor.writer.answer(msg_id) is None  # pygls ignores requests after shutdown
+    written = len(editor.writer.sent)
+    with caplog.at_level(logging.WARNING, logger="pygls"):
+        msg_id = editor.request(INLINE, PARAMS)
+    # pygls dropped it as it arrived (its shutdown warning), answered nothing
+    # and filed nothing that could answer later
+    assert "No more requests" in caplog.text
+    assert len(editor.writer.sent) == written
+    assert msg_id not in editor.protocol._request_futures
 
 
 def test_the_answer_is_what_the_converter_makes_of_the_lsp_objects() -> None:
