@@ -39,6 +39,26 @@ export interface AcceptanceStats extends AcceptanceCounts {
   mutedSources?: string[];
 }
 
+/** Where the server's completion service stands: `endpoint` of `scopecache/stats`. */
+export interface EndpointStats {
+  /** The endpoint in use (configured or found on loopback), or null. */
+  url: string | null;
+  /** `llamacpp`, `ollama`, `openai`, or null when none is known. */
+  kind: string | null;
+  /**
+   * `configured` (the endpoint setting), `found` (discovered on 127.0.0.1),
+   * `loading` (a server still loading its model), `searching`, `none`
+   * (nothing found: completions off) or `off` (no endpoint, discovery off).
+   */
+  state: string;
+  source: "configured" | "discovered" | null;
+  /** The server's name as users know it, e.g. "llama.cpp". */
+  name?: string;
+  model?: string;
+  /** One sentence saying what was found, or what to set. */
+  message?: string;
+}
+
 /** The fields of `scopecache/stats` the extension reads (the server may send more). */
 export interface ServerStats {
   requests: number;
@@ -50,6 +70,7 @@ export interface ServerStats {
   cache: { policy: string; capacity: number; size: number };
   transport: { dnsLookups: number; connectionsOpened: number; circuit?: string };
   acceptance?: AcceptanceStats;
+  endpoint?: EndpointStats;
 }
 
 /** Where the language server is in its life, as the extension sees it. */
@@ -109,10 +130,44 @@ export function formatRatio(ratio: number | null): string {
   return ratio === null ? "–" : `${Math.round(ratio * 100)}%`;
 }
 
-/** The status bar text, e.g. `$(zap) 67% · upstream ok` (codicons allowed). */
+/** Whether completions are off because there is no server to ask (nothing found, or discovery off). */
+export function noServer(stats: ServerStats): boolean {
+  const state = stats.endpoint?.state;
+  return state === "none" || state === "off";
+}
+
+/**
+ * The status bar text (codicons allowed): `$(zap) 67% · upstream ok`, or with
+ * a server found on loopback `$(zap) 67% · llama.cpp ok`; while there is no
+ * server `$(circle-slash) scopecache: no server`, while it loads its model
+ * `$(sync~spin) llama.cpp loading`.
+ */
 export function statusText(stats: ServerStats, state: UpstreamState): string {
+  const endpoint = stats.endpoint;
+  const name = endpoint?.name ?? "server";
+  switch (endpoint?.state) {
+    case "none":
+    case "off":
+      return "$(circle-slash) scopecache: no server";
+    case "searching":
+      return "$(sync~spin) scopecache: looking for a server";
+    case "loading":
+      return `$(sync~spin) ${name} loading`;
+  }
   const icon = state === "down" || state === "errors" ? "$(warning)" : "$(zap)";
-  return `${icon} ${formatRatio(hitRatio(stats))} · upstream ${state}`;
+  const service = endpoint?.state === "found" ? name : "upstream";
+  return `${icon} ${formatRatio(hitRatio(stats))} · ${service} ${state}`;
+}
+
+/** The tooltip's first line: which server is used and where it came from, or what to set. */
+export function formatEndpoint(endpoint: EndpointStats | undefined): string[] {
+  if (!endpoint) {
+    return [];
+  }
+  if (endpoint.message) {
+    return [`Completion server: ${endpoint.message}`];
+  }
+  return [`Completion server: ${endpoint.url ?? "none"} (${endpoint.state})`];
 }
 
 function ms(value: number | null | undefined): string {
@@ -157,6 +212,7 @@ export function formatStatsReport(stats: ServerStats, state: UpstreamState): str
     .map((source) => `${source} ${count(served[source])}`)
     .join(", ");
   return [
+    ...formatEndpoint(stats.endpoint),
     `Hit ratio: ${formatRatio(hitRatio(stats))} of ${servedTotal(stats)} served suggestions`,
     `Served by source: ${sources || "none yet"}`,
     `Requests: ${count(stats.requests)} (cancelled ${count(stats.cancelled)})`,

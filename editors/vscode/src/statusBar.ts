@@ -1,7 +1,8 @@
 /**
- * The status bar item: live hit ratio and upstream state from
- * `scopecache/stats`, polled only while a handled document is in view and
- * the window has focus.
+ * The status bar item: live hit ratio, the completion server (configured,
+ * found on loopback, loading, or none found with the setting to set) and its
+ * state from `scopecache/stats`, polled only while a handled document is in
+ * view and the window has focus.
  */
 import * as vscode from "vscode";
 
@@ -10,6 +11,7 @@ import {
   type ServerState,
   type ServerStats,
   formatStatsReport,
+  noServer,
   serverStateStatus,
   statusText,
   upstreamState,
@@ -100,8 +102,11 @@ export class StatsStatusBar implements vscode.Disposable {
       this.previous = stats;
       this.item.text = statusText(stats, state);
       this.item.tooltip = formatStatsReport(stats, state);
+      // No server to ask is worth a glance too: completions are off until one is found or set.
       this.item.backgroundColor =
-        state === "down" ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
+        state === "down" || noServer(stats)
+          ? new vscode.ThemeColor("statusBarItem.warningBackground")
+          : undefined;
     } catch {
       const state = this.serverState();
       const { text, tooltip } = serverStateStatus(state === "running" ? "stopped" : state);

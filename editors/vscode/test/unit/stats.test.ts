@@ -104,3 +104,53 @@ test("the report lists what was accepted and kept, overall and by source", () =>
 test("nothing about acceptance before anything was shown", () => {
   assert.doesNotMatch(formatStatsReport(stats(), "ok"), /Accepted:/);
 });
+
+const FOUND = {
+  url: "http://127.0.0.1:8012",
+  kind: "llamacpp",
+  state: "found",
+  source: "discovered" as const,
+  name: "llama.cpp",
+  message:
+    "using llama.cpp at http://127.0.0.1:8012, found on 127.0.0.1; set endpoint (scopecache.endpoint in VS Code) to use another server",
+};
+
+const NONE = {
+  url: null,
+  kind: null,
+  state: "none",
+  source: null,
+  message:
+    "no completion server found on 127.0.0.1 (ports 8012, 8080, 11434, 1234, 8000): completions are off; " +
+    "start one (llama-server --fim-qwen-1.5b-default (port 8012) or Ollama) or set endpoint (scopecache.endpoint in VS Code) to its base URL",
+};
+
+test("a server found on loopback is named in the status text and the tooltip says where", () => {
+  const found = stats({ endpoint: FOUND });
+  assert.equal(statusText(found, "ok"), "$(zap) 75% · llama.cpp ok");
+  assert.equal(formatStatsReport(found, "ok").split("\n")[0], `Completion server: ${FOUND.message}`);
+});
+
+test("with no server found the status says so and the tooltip names the setting", () => {
+  const none = stats({ endpoint: NONE, served: {}, upstreamRequests: 0 });
+  assert.equal(statusText(none, "idle"), "$(circle-slash) scopecache: no server");
+  assert.match(formatStatsReport(none, "idle").split("\n")[0], /^Completion server: no completion server found on 127\.0\.0\.1/);
+  assert.match(formatStatsReport(none, "idle"), /scopecache\.endpoint/);
+  assert.equal(statusText(stats({ endpoint: { ...NONE, state: "off" } }), "idle"), "$(circle-slash) scopecache: no server");
+});
+
+test("a server loading its model is shown as loading, not as an error", () => {
+  const loading = stats({
+    endpoint: { ...FOUND, state: "loading", message: "llama.cpp at http://127.0.0.1:8012 is loading its model" },
+  });
+  assert.equal(statusText(loading, "idle"), "$(sync~spin) llama.cpp loading");
+  assert.doesNotMatch(statusText(loading, "idle"), /warning/);
+});
+
+test("a configured endpoint keeps the upstream wording", () => {
+  const configured = stats({
+    endpoint: { url: "https://host/v1", kind: null, state: "configured", source: "configured" },
+  });
+  assert.equal(statusText(configured, "ok"), "$(zap) 75% · upstream ok");
+  assert.equal(formatStatsReport(configured, "ok").split("\n")[0], "Completion server: https://host/v1 (configured)");
+});
