@@ -354,4 +354,75 @@ t.test("setup() without cmd and with no server anywhere says once how to install
   t.eq(2, vim.fn.exists(":ScopeCacheInstall"), "setup() defines the commands")
 end)
 
+--- What scopecache.health reports for a verdict: a list of { kind, message, advice }.
+local function health_report(verdict)
+  local reported = {}
+  local original = vim.health
+  vim.health = setmetatable({}, {
+    __index = function(_, name)
+      return function(msg, advice)
+        table.insert(reported, { name, msg, advice })
+      end
+    end,
+  })
+  package.loaded["scopecache.health"] = nil
+  local ok_, err = pcall(require("scopecache.health").report, verdict)
+  vim.health = original
+  package.loaded["scopecache.health"] = nil
+  assert(ok_, err)
+  return reported
+end
+
+local FOUND_MESSAGE = "using llama.cpp at http://127.0.0.1:8012, found on 127.0.0.1; "
+  .. "set endpoint (scopecache.endpoint in VS Code) to use another server"
+
+t.test(":checkhealth names the completion server found on loopback", function()
+  local reported = health_report({
+    settingsProblems = {},
+    endpoint = "http://127.0.0.1:8012",
+    provider = "auto",
+    discovery = { state = "found", url = "http://127.0.0.1:8012", kind = "llamacpp", message = FOUND_MESSAGE },
+    tls = { used = false },
+    upstream = { status = "ok", message = "the service answered a completion (5 characters)", latencyMs = 12 },
+  })
+  local found = vim.tbl_filter(function(r)
+    return r[1] == "ok" and r[2] == "completion server " .. FOUND_MESSAGE
+  end, reported)
+  t.eq(1, #found, vim.inspect(reported))
+end)
+
+t.test(":checkhealth says no server was found, once, and names the endpoint setting", function()
+  local message = "no completion server found on 127.0.0.1 (ports 8012, 8080, 11434, 1234, 8000): completions are off"
+  local reported = health_report({
+    settingsProblems = {},
+    endpoint = vim.NIL,
+    provider = "auto",
+    discovery = { state = "none", url = vim.NIL, message = message },
+    tls = { used = false },
+    upstream = { status = "off", message = message, fix = "start a completion server" },
+  })
+  local warnings = vim.tbl_filter(function(r)
+    return r[1] == "warn"
+  end, reported)
+  t.eq(1, #warnings, vim.inspect(reported))
+  t.eq(message, warnings[1][2])
+  t.truthy(table.concat(warnings[1][3], "\n"):find("settings = { endpoint = ", 1, true), vim.inspect(warnings))
+end)
+
+t.test(":checkhealth shows a model still loading as information, not as an error", function()
+  local message = "llama.cpp at http://127.0.0.1:8012 is loading its model: completions start when it is ready"
+  local reported = health_report({
+    settingsProblems = {},
+    endpoint = vim.NIL,
+    discovery = { state = "loading", url = "http://127.0.0.1:8012", message = message },
+    tls = { used = false },
+    upstream = { status = "off", message = message },
+  })
+  local kinds = vim.tbl_map(function(r)
+    return r[1]
+  end, reported)
+  t.eq({ "ok", "info" }, kinds, vim.inspect(reported))
+  t.eq(message, reported[2][2])
+end)
+
 t.run()

@@ -1,9 +1,11 @@
 -- :checkhealth scopecache: Neovim version, plugin options, which server starts
 -- (setup()'s cmd, scopecache on PATH, or the one :ScopeCacheInstall installed,
 -- with its version), the Python an install would use, and the server's own
--- verdict (scopecache/health): every settings problem it found, the TLS/CA
--- file state, and one real completion request through its transport, with
--- the fix it names when that fails.
+-- verdict (scopecache/health): every settings problem it found, which
+-- completion server it uses (the endpoint setting, or the one it found on
+-- 127.0.0.1, or none found and the setting to set), the TLS/CA file state,
+-- and one real completion request through its transport, with the fix it
+-- names when that fails.
 local config = require("scopecache.config")
 
 local M = {}
@@ -37,6 +39,34 @@ function M.ask(client, timeout_ms)
   return answer.result
 end
 
+--- What to write in init.lua to name a server (the advice when none was found).
+M.ENDPOINT_ADVICE = {
+  "start one: llama-server --fim-qwen-1.5b-default (it listens on 8012), or Ollama",
+  'or name it: setup({ settings = { endpoint = "http://127.0.0.1:8080" } })',
+}
+
+--- Reports which completion server is used; returns true when that says all
+--- there is to say about completions being off (nothing found, or loading).
+function M.report_discovery(discovery)
+  if type(discovery) ~= "table" then
+    return false
+  end
+  local message = tostring(discovery.message or discovery.state)
+  if discovery.state == "found" then
+    ok("completion server " .. message)
+  elseif discovery.state == "loading" then
+    info(message)
+    return true
+  elseif discovery.state == "searching" then
+    info(message)
+    return true
+  elseif discovery.state == "none" or discovery.state == "off" then
+    warn(message, M.ENDPOINT_ADVICE)
+    return true
+  end
+  return false
+end
+
 --- Reports a scopecache/health answer.
 function M.report(verdict)
   local problems = verdict.settingsProblems or {}
@@ -65,6 +95,9 @@ function M.report(verdict)
   end
   local upstream = verdict.upstream or {}
   local fix = upstream.fix ~= vim.NIL and upstream.fix or nil
+  if M.report_discovery(verdict.discovery) and upstream.status == "off" then
+    return
+  end
   if upstream.status == "ok" then
     ok(("completion request answered in %d ms: %s"):format(math.floor(tonumber(upstream.latencyMs) or 0), upstream.message or ""))
   elseif upstream.status == "off" then
@@ -144,9 +177,12 @@ function M.report_endpoint(settings)
   if type(endpoint) == "string" and endpoint ~= "" then
     info(("endpoint: %s (checked once the server runs)"):format(endpoint))
   else
-    warn("no endpoint in the settings: completions stay off (unless a --config file in cmd sets one)", {
-      'setup({ settings = { endpoint = "https://host:8443/v1" } })',
-    })
+    local discovery = type(settings) == "table" and settings.discovery or nil
+    if type(discovery) == "table" and discovery.enabled == false then
+      warn("no endpoint in the settings and discovery.enabled is false: completions stay off", M.ENDPOINT_ADVICE)
+    else
+      info("no endpoint in the settings: the server looks for a completion server on 127.0.0.1 (discovery.ports)")
+    end
   end
 end
 
