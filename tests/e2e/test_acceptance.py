@@ -9,6 +9,9 @@ and every check waits on the stats, never on a fixed time.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,8 +22,9 @@ from lsp_server.kit.acceptance import trace_acceptance
 from lsp_server.kit.client import ServerProcess
 from lsp_server.kit.replay import replay_trace
 from lsp_server.kit.upstream_process import ReferenceProcess
-from lsp_server.observe.trace.format import AcceptEvent, ShownEvent
+from lsp_server.observe.trace.format import AcceptEvent, ShownEvent, TextChange
 from lsp_server.observe.trace.reader import read_trace
+from tests.support import accept_sessions
 from tests.support.conditions import until
 
 pytestmark = pytest.mark.e2e
@@ -186,3 +190,96 @@ def test_the_accept_command_is_advertised() -> None:
 
     server = create_server()
     assert "scopecache.accepted" in server.protocol.fm.commands
+
+
+# -- the hand-made sessions: edits that replace the accepted text or land inside it ------
+
+#: a corpus whose continuations are the hand-made sessions' suggestions
+SESSIONS_CORPUS = (
+    accept_sessions.HEAD.replace("( items )", "(items)")
+    + accept_sessions.LINE
+    + "\n\n\n"
+    + accept_sessions.SKELETON_HEAD
+    + accept_sessions.SKELETON
+    + "\n"
+)
+COUNTED = ("acceptedChars", "retainedChars30s", "retainedChars120s")
+
+
+async def live_session(
+    server: ServerProcess, session: accept_sessions.Session, uri: str
+) -> dict[str, int]:
+    """``session`` driven as an editor drives it; what it added to the counts, and the text."""
+    before = await settled(server)
+    server.open(uri, session.opened)
+    item = await server.inline(uri, *session.at)
+    assert item is not None and isinstance(item.insert_text, str) and item.command is not None
+    text, item_id = item.insert_text, str((item.command.arguments or [""])[0])
+    inserted = session.inserted
+    if session.name == "skeleton":  # the service suggests the skeleton's first lines
+        assert text.startswith("def area(self):\n        pass\n")
+        inserted = TextChange(text, inserted.range)
+    else:
+        assert text == session.suggestion
+    for change in session.typed:
+        server.change(uri, [change.to_json()])
+    if session.accept_first:  # answered before the edit is sent: the server has it first
+        assert await server.accepted(item_id) == {"known": True}
+        server.change(uri, [inserted.to_json()])
+    else:
+        server.change(uri, [inserted.to_json()])
+        assert await server.accepted(item_id) == {"known": True}
+    for later in session.later:
+        server.change(uri, [later.to_json()])
+    after = await settled(server)
+    added = {key: after[key] - before[key] for key in COUNTED}
+    added["suggested"] = len(text)
+    return added
+
+
+def expected(session: accept_sessions.Session, suggested: int) -> dict[str, int]:
+    accepted, kept = session.accepted_chars, session.kept_chars
+    if session.name == "skeleton":
+        accepted, kept = suggested, suggested - len("pass")
+    return {
+        "acceptedChars": accepted,
+        "retainedChars30s": kept,
+        "retainedChars120s": kept,
+        "suggested": suggested,
+    }
+
+
+async def test_the_live_server_counts_what_is_kept_through_replaces_fills_and_late_edits(
+    tmp_path: Path,
+) -> None:
+    corpus = tmp_path / "corpus.py"
+    corpus.write_text(SESSIONS_CORPUS)
+    path = tmp_path / "session.jsonl"
+    async with ReferenceProcess([corpus]) as svc:
+        recording = options(svc, recordTrace=str(path), recordText=True)
+        async with ServerProcess(recording) as server:
+            counted = {}
+            for n, (name, session) in enumerate(sorted(accept_sessions.sessions().items())):
+                counted[name] = await live_session(server, session, f"file:///w/s{n}.py")
+            live = await settled(server)
+    for name, session in accept_sessions.sessions().items():
+        assert counted[name] == expected(session, counted[name]["suggested"]), name
+    # and replay reports what the live server did
+    replayed = await replay_trace(read_trace(path), settings={"cache": {"l2": "none"}})
+    assert replayed.summary()["acceptance"] == live
+
+
+def test_scopecache_replay_counts_the_hand_made_sessions(tmp_path: Path) -> None:
+    for name, path in accept_sessions.write(tmp_path).items():
+        session = accept_sessions.sessions()[name]
+        out = subprocess.run(
+            [sys.executable, "-m", "lsp_server", "replay", str(path), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=300,
+        )
+        acceptance = json.loads(out.stdout)["acceptance"]
+        kept = (acceptance["retainedChars30s"], acceptance["retainedChars120s"])
+        assert acceptance["acceptedChars"] == session.accepted_chars, name
+        assert kept == (session.kept_chars, session.kept_chars), name
