@@ -105,7 +105,8 @@ async def serve(args: argparse.Namespace) -> int:
         try:
             tls_files = write_tls_files(args.tls_self_signed)
         except TlsToolingMissing as exc:
-            print(f"scopecache upstream: {exc}", file=sys.stderr)
+            print(f"scopecache upstream: {exc}; or leave out --tls-self-signed to serve "
+                  "cleartext HTTP", file=sys.stderr)
             return 2
         context = server_context(tls_files, http2=not args.http1_only)
     try:

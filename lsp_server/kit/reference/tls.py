@@ -51,9 +51,9 @@ class TlsToolingMissing(RuntimeError):
 
     def __init__(self) -> None:
         super().__init__(
-            "serving TLS needs the certificate tooling of the tls extra, which is not "
-            f"installed: run {TLS_EXTRA_INSTALL} (pipx: pipx install 'scopecache[tls]' "
-            "--force), or leave out --tls-self-signed to serve cleartext HTTP"
+            "the reference service's TLS needs the certificate tooling of the tls extra "
+            f"(trustme), which is not installed: run {TLS_EXTRA_INSTALL} (in a pipx "
+            "install: pipx install --force 'scopecache[tls]')"
         )
 
 
