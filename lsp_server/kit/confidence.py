@@ -1,0 +1,181 @@
+"""Score a confidence bar on the model's answers against what the developer wrote.
+
+Each ``ScoredAnswer`` is one answer the model gave at a cursor, with the
+probability of its doubtful tokens (``cache.entry.Confidence``), and what the
+developer went on to write on that line (``expect``, as in a trace's
+``complete`` events). For each bar, ``score_bars`` applies the same
+decision the server applies (``lsp_server.completion.gate``) and counts:
+
+* ``shown``: answers the gate lets out at that bar, split into ``useful``
+  (the first line shown agrees with ``expect``: it starts it, or goes on
+  past it) and ``wrong``;
+* ``held``: answers held back (nothing left to show);
+* ``charsSaved``: characters Tab would save on the line over the useful
+  ones (the first line shown, up to what was then written).
+
+The useful rule is the typing benchmark's (``tests.support.typing_session``).
+
+Records are JSON Lines, one object per answer: ``answer``, ``doubts``
+(``[[offset, probability], ...]``), ``expect``, and optionally
+``linePrefix``, ``lineSuffix``, ``nextLine``, ``lineAbove``. The measurement
+on the real model writes them (``tests.bench.confidence_threshold``); so can
+anything that pairs answers with what was written next.
+
+    python -m lsp_server.kit.confidence ANSWERS.jsonl [--bars 0,0.1,0.2,...] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cache.entry import Confidence
+from lsp_server.completion.gate import ShowBar, Surroundings, gate
+
+DEFAULT_BARS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredAnswer:
+    """One answer of the model at a cursor and what the developer then wrote on the line."""
+
+    answer: str
+    confidence: Confidence
+    expect: str
+    around: Surroundings = Surroundings("", "")
+
+    def to_json(self) -> dict[str, Any]:
+        """The record's JSON object."""
+        around = self.around
+        return {
+            "answer": self.answer, "doubts": self.confidence.to_list(), "expect": self.expect,
+            "linePrefix": around.line_prefix, "lineSuffix": around.line_suffix,
+            "nextLine": around.next_line, "lineAbove": around.line_above,
+        }  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ScoredAnswer:
+        """Parse ``to_json`` output; raises ValueError on anything malformed."""
+        try:
+            around = Surroundings(
+                str(data.get("linePrefix", "")), str(data.get("lineSuffix", "")),
+                str(data.get("nextLine", "")), str(data.get("lineAbove", "")),
+            )  # fmt: skip
+            return cls(
+                str(data["answer"]), Confidence.from_list(data["doubts"]), str(data["expect"]),
+                around,
+            )  # fmt: skip
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"malformed answer record: {exc}") from exc
+
+
+@dataclass(slots=True)
+class BarScore:
+    """What one bar would have shown over a set of answers."""
+
+    bar: float
+    shown: int = 0
+    useful: int = 0
+    wrong: int = 0
+    held: int = 0
+    chars_saved: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """camelCase, as the kit's other outputs."""
+        shown = self.shown
+        return {
+            "bar": self.bar, "shown": shown, "useful": self.useful, "wrong": self.wrong,
+            "held": self.held, "charsSaved": self.chars_saved,
+            "precision": round(self.useful / shown, 4) if shown else 0.0,
+        }  # fmt: skip
+
+
+def first_line(text: str) -> str:
+    """A suggestion's first line."""
+    return text.split("\n", 1)[0]
+
+
+def useful_chars(shown: str, expect: str) -> int:
+    """Characters Tab saves on the line with ``shown``: 0 when its first line disagrees."""
+    head = first_line(shown)
+    if not head.strip():
+        return 0
+    if expect.startswith(head):
+        return len(head)
+    if expect and head.startswith(expect):
+        return len(expect)
+    return 0
+
+
+def score_bars(answers: Iterable[ScoredAnswer], bars: Sequence[float]) -> list[BarScore]:
+    """Score every bar in ``bars`` over ``answers``."""
+    scores = [BarScore(bar) for bar in bars]
+    for item in answers:
+        for score in scores:
+            verdict = gate(item.answer, item.confidence, ShowBar(score.bar), item.around)
+            if not verdict.text:
+                score.held += 1
+                continue
+            score.shown += 1
+            saved = useful_chars(verdict.text, item.expect)
+            if saved:
+                score.useful += 1
+                score.chars_saved += saved
+            else:
+                score.wrong += 1
+    return scores
+
+
+def read_answers(path: Path) -> list[ScoredAnswer]:
+    """The records of a JSON Lines file; raises ValueError naming the bad line."""
+    answers = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                answers.append(ScoredAnswer.from_json(json.loads(line)))
+            except ValueError as exc:
+                raise ValueError(f"{path}:{number}: {exc}") from exc
+    return answers
+
+
+def table(scores: Sequence[BarScore]) -> str:
+    """A plain-text table of the scores, one row per bar."""
+    rows = ["  bar  shown  useful  wrong  held  chars saved  precision"]
+    for s in scores:
+        precision = s.useful / s.shown if s.shown else 0.0
+        rows.append(
+            f"{s.bar:5.2f}  {s.shown:5d}  {s.useful:6d}  {s.wrong:5d}  {s.held:4d}"
+            f"  {s.chars_saved:11d}  {precision:9.2f}"
+        )
+    return "\n".join(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m lsp_server.kit.confidence ANSWERS.jsonl``: score the bars."""
+    parser = argparse.ArgumentParser(prog="python -m lsp_server.kit.confidence")
+    parser.add_argument("answers", type=Path)
+    parser.add_argument("--bars", default=",".join(str(b) for b in DEFAULT_BARS))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        bars = [float(b) for b in args.bars.split(",") if b.strip()]
+        scores = score_bars(read_answers(args.answers), bars)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([s.to_json() for s in scores]))
+    else:
+        print(table(scores))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,83 @@
+"""The model's confidence end to end: the real server against the reference service.
+
+The reference service gives each token the share of its corpus places that
+go on the same way: two copies of a function that part at the last argument
+make that argument a coin toss (0.5), the rest sure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsp_server.kit.client import ServerProcess
+from tests.support.reference import ReferenceService
+
+pytestmark = pytest.mark.e2e
+
+CORPUS = (
+    "def volume(depth):\n    total = scale(depth, 2)\n    return total\n\n\n"
+    "def volume_b(depth):\n    total = scale(depth, 3)\n    return total\n"
+)
+URI = "file:///p/shapes.py"
+TEXT = "def volume_c(depth):\n    total = "
+
+
+@pytest.fixture(scope="module")
+def parting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceService]:
+    corpus = tmp_path_factory.mktemp("corpus") / "shapes.py"
+    corpus.write_text(CORPUS)
+    with ReferenceService(tls=True, corpus=[corpus]) as service:
+        yield service
+
+
+def options(upstream: ReferenceService, **completion: Any) -> dict[str, Any]:
+    return {
+        "endpoint": upstream.url,
+        "provider": "openai",
+        "model": "m",
+        "transport": {"caFile": str(upstream.ca_file)},
+        "cache": {"l2": "none"},
+        "speculative": {"enabled": False},
+        "completion": completion,
+    }
+
+
+async def test_a_suggestion_is_cut_where_the_service_is_unsure_and_keeps_its_cut_typed_through(
+    parting: ReferenceService,
+) -> None:
+    parting.reset()
+    async with ServerProcess(options(parting, minProbability=0.6)) as server:
+        server.open(URI, TEXT)
+        assert await server.inline_text(URI, 1, 12) == "scale(depth,"
+        server.change(URI, [{"text": TEXT + "sc"}])
+        assert await server.inline_text(URI, 1, 14) == "ale(depth,"
+        stats = await server.stats()
+        assert stats["served"]["typed"] == 1 and stats["upstreamRequests"] == 1
+
+
+async def test_below_the_bar_the_whole_suggestion_shows_and_confidence_off_asks_none(
+    parting: ReferenceService,
+) -> None:
+    parting.reset()
+    async with ServerProcess(options(parting, minProbability=0.4)) as server:
+        server.open(URI, TEXT)
+        assert await server.inline_text(URI, 1, 12) == "scale(depth, 2)"
+    async with ServerProcess(options(parting, confidence=False, minProbability=0.9)) as server:
+        server.open(URI, TEXT)
+        assert await server.inline_text(URI, 1, 12) == "scale(depth, 2)"
+
+
+async def test_a_suggestion_whose_start_is_unsure_is_held_back_and_counted(
+    parting: ReferenceService, tmp_path: Path
+) -> None:
+    parting.reset()
+    async with ServerProcess(options(parting, minProbability=0.6)) as server:
+        # "    total = scale(depth, " is in both copies; what follows parts at once
+        server.open(URI, TEXT + "scale(depth,")
+        assert await server.inline_text(URI, 1, 24) is None
+        stats = await server.stats()
+        assert stats["heldBack"] == {"unsure": 1, "lowKept": 0, "repeat": 0, "whitespace": 0}
