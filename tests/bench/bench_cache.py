@@ -24,6 +24,7 @@ from typing import Any
 from cachetools import Cache, LRUCache
 
 from cache.policies import LRUKCache, OptimalCache, make_policy
+from tests.bench.rows import row
 
 POLICIES = ("lru", "lfu", "arc", "lruk", "hybrid")
 
@@ -107,16 +108,6 @@ def bytes_per_entry(factory: Callable[[int], Cache[Any, Any]], entries: int) -> 
     return (after - before) / entries
 
 
-def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, object]:
-    return {
-        "name": name,
-        "value": round(value, 4 if unit == "hit ratio" else 1),
-        "baseline": round(baseline, 4 if unit == "hit ratio" else 1),
-        "ratio": round(value / baseline, 3) if baseline else 0.0,
-        "unit": unit,
-    }
-
-
 def run(quick: bool = False) -> list[dict[str, object]]:
     """Rows: throughput vs LRUCache, hit ratio vs OPT per capacity, bytes per entry."""
     rows: list[dict[str, object]] = []
@@ -130,34 +121,34 @@ def run(quick: bool = False) -> list[dict[str, object]]:
             [lambda n=name: make_policy(n, capacity), lambda: LRUCache(capacity)], stream, repeat
         )
         label = f"throughput {name} vs LRUCache (cap {capacity})"
-        rows.append(_row(label, value, baseline, "ops/s"))
+        rows.append(row(label, value, baseline, "ops/s"))
 
     for cap in (64, 256, 1024) if quick else (64, 256, 1024, 2048, 4096):
         best = replay(OptimalCache(cap, stream), stream) / n
         for name in POLICIES:
             ratio = replay(make_policy(name, cap), stream) / n
-            rows.append(_row(f"hit ratio {name} vs opt (cap {cap})", ratio, best, "hit ratio"))
+            rows.append(row(f"hit ratio {name} vs opt (cap {cap})", ratio, best, "hit ratio"))
         if not quick:
             for k in (1, 3, 4):  # how the default K=2 for lruk was chosen
                 ratio = replay(LRUKCache(cap, k), stream) / n
                 label = f"hit ratio lruk K={k} vs opt (cap {cap})"
-                rows.append(_row(label, ratio, best, "hit ratio"))
+                rows.append(row(label, ratio, best, "hit ratio"))
 
     entries = 2_000 if quick else 10_000
     base_bytes = bytes_per_entry(lambda c: LRUCache(c), entries)
     for name in POLICIES:
         value = bytes_per_entry(lambda c, n=name: make_policy(n, c), entries)
-        rows.append(_row(f"memory {name} vs LRUCache", value, base_bytes, "bytes/entry"))
+        rows.append(row(f"memory {name} vs LRUCache", value, base_bytes, "bytes/entry"))
     return rows
 
 
 def main() -> None:
     """Print the rows as a table."""
     quick = "--quick" in sys.argv
-    for row in run(quick=quick):
+    for made in run(quick=quick):
         print(
-            f"{row['name']:<48} {row['value']:>12} {row['unit']:<12}"
-            f" baseline {row['baseline']:>12}  ratio {row['ratio']}"
+            f"{made['name']:<48} {made['value']:>12} {made['unit']:<12}"
+            f" baseline {made['baseline']:>12}  ratio {made['ratio']}"
         )
 
 

@@ -39,7 +39,8 @@ from typing import Any
 from lsp_server.kit.client import default_command
 from lsp_server.kit.upstream_process import ReferenceProcess
 from lsp_server.observe.stats import percentile
-from tests.bench.bench_server import LINE, TEXT, URI, _corpus_file, _options, _row
+from tests.bench.bench_server import LINE, TEXT, URI, _corpus_file, _options
+from tests.bench.rows import row
 
 HERE = Path(__file__).resolve().parent
 #: seconds to wait for any one answer (the first hit's miss goes upstream)
@@ -201,7 +202,7 @@ async def _measure(quick: bool) -> list[dict[str, Any]]:
             await _round(svc, n, samples, order)
     responder_ms, pygls_ms, hit_ms = samples["responder"], samples["pygls"], samples["hit"]
     return [
-        _row(
+        row(
             f"hit round trip p{q} vs plain asyncio JSON-RPC responder",
             percentile(hit_ms, q),
             percentile(responder_ms, q),
@@ -209,7 +210,7 @@ async def _measure(quick: bool) -> list[dict[str, Any]]:
         )
         for q in (50, 99)
     ] + [
-        _row(
+        row(
             "bare pygls constant p50 vs plain asyncio JSON-RPC responder",
             percentile(pygls_ms, 50),
             percentile(responder_ms, 50),

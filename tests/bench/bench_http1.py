@@ -27,6 +27,7 @@ from typing import Any
 
 import httpcore
 
+from tests.bench.rows import row
 from tests.support.backend import complete, started_backend
 from tests.support.reference import ReferenceService
 from transport.http import HttpCompletionBackend
@@ -35,16 +36,6 @@ from transport.options import EndpointOptions
 from transport.pool import PinnedTransport
 
 LLAMA_LIKE = ["--http1-only", "--close-after-stream", "--keep-alive-timeout", "5"]
-
-
-def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": round(value, 3),
-        "baseline": round(baseline, 3),
-        "ratio": round(value / baseline, 3) if baseline else 0.0,
-        "unit": unit,
-    }
 
 
 async def _ready(backend: HttpCompletionBackend) -> None:
@@ -104,11 +95,11 @@ async def _measure(
     h2 = EndpointOptions(endpoint=h2c.url, keep_warm_seconds=0, http2=True)
     http2 = statistics.median(await _misses(h2, rounds, http1=False))
     return [
-        _row("HTTP/1.1 miss after a closed-after-stream response vs warm keep-alive miss",
+        row("HTTP/1.1 miss after a closed-after-stream response vs warm keep-alive miss",
              after_close, warm, "ms"),
-        _row("HTTP/1.1 miss after a closed stream without a spare (connects) vs warm miss",
+        row("HTTP/1.1 miss after a closed stream without a spare (connects) vs warm miss",
              fresh, warm, "ms"),
-        _row("HTTP/1.1 keep-alive miss vs HTTP/2 (h2c) miss", warm, http2, "ms"),
+        row("HTTP/1.1 keep-alive miss vs HTTP/2 (h2c) miss", warm, http2, "ms"),
     ]  # fmt: skip
 
 

@@ -73,6 +73,7 @@ from lsp_server.observe.trace.format import (
     Trace,
     TraceHeader,
 )
+from tests.bench.rows import row
 
 STDLIB = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
 FILES = ("textwrap.py", "shlex.py")
@@ -296,16 +297,6 @@ def server_requests(log: str) -> list[tuple[int, int]]:
     return out
 
 
-def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": round(value, 3),
-        "baseline": round(baseline, 3),
-        "ratio": round(value / baseline, 3) if baseline else None,
-        "unit": unit,
-    }
-
-
 def _plan(long: bool) -> tuple[tuple[int, ...], tuple[tuple[str, str], ...]]:
     """Cache-reuse values and windows: all of them (long), or ours against today's."""
     return ((0, 256), WINDOWS) if long else ((0,), WINDOWS[:2])
@@ -364,7 +355,7 @@ def run(quick: bool = False, long: bool = False) -> list[dict[str, Any]]:
         base = results[("sliding", cache_reuse, False)]
         requests = int(base["requests"])
         rows.append(
-            _row(f"evaluated share, today's sliding window ({flag}, {requests} requests)",
+            row(f"evaluated share, today's sliding window ({flag}, {requests} requests)",
                  base["share"], 1.0, "evaluated/sent")
         )
         others = [("anchored+cross", "ours with cross-file context"),
@@ -373,15 +364,15 @@ def run(quick: bool = False, long: bool = False) -> list[dict[str, Any]]:
             key = ("anchored", cache_reuse, True) if window == "anchored+cross" else (
                 window, cache_reuse, False)
             r = results[key]
-            rows.append(_row(f"evaluated share, {label} vs sliding ({flag})",
+            rows.append(row(f"evaluated share, {label} vs sliding ({flag})",
                              r["share"], base["share"], "evaluated/sent"))
-            rows.append(_row(f"TTFT p50, {label} vs sliding ({flag})",
+            rows.append(row(f"TTFT p50, {label} vs sliding ({flag})",
                              r["ttft"], base["ttft"], "ms"))
         ours = results[("anchored", cache_reuse, False)]
         cross = results[("anchored", cache_reuse, True)]
         if cross["sent"] / cross["requests"] <= ours["sent"] / ours["requests"]:
             raise RuntimeError(f"cross-file context sent nothing more ({flag})")
-        rows.append(_row(f"prompt tokens per request, ours with cross-file vs without ({flag})",
+        rows.append(row(f"prompt tokens per request, ours with cross-file vs without ({flag})",
                          cross["sent"] / cross["requests"], ours["sent"] / ours["requests"],
                          "tokens"))
         rows.extend(prefill_rows(ours, base, flag))
@@ -397,10 +388,10 @@ def prefill_rows(ours: dict[str, float], base: dict[str, float], flag: str) -> l
     them in full. Their share is a floor under the evaluated share.
     """
     return [
-        _row(f"evaluated share in full prefills, ours ({int(ours['prefills'])}) vs "
+        row(f"evaluated share in full prefills, ours ({int(ours['prefills'])}) vs "
              f"sliding ({int(base['prefills'])}) ({flag})",
              ours["prefilled"] / ours["sent"], base["prefilled"] / base["sent"], "evaluated/sent"),
-        _row(f"evaluated share in full prefills, ours vs sliding's whole share ({flag})",
+        row(f"evaluated share in full prefills, ours vs sliding's whole share ({flag})",
              ours["prefilled"] / ours["sent"], base["share"], "evaluated/sent"),
     ]
 
@@ -412,9 +403,9 @@ def speculation_rows(results: Results, cache_reuse: int, flag: str) -> list[dict
     counts = (f"{int(pinned['requests'])}/{int(free['requests'])} requests, "
               f"{int(pinned['speculative'])}/{int(free['speculative'])} speculative")
     return [
-        _row(f"evaluated share, ours with speculation, slot pinning vs none ({flag}, {counts})",
+        row(f"evaluated share, ours with speculation, slot pinning vs none ({flag}, {counts})",
              pinned["share"], free["share"], "evaluated/sent"),
-        _row(f"TTFT p50, ours with speculation, slot pinning vs none ({flag})",
+        row(f"TTFT p50, ours with speculation, slot pinning vs none ({flag})",
              pinned["ttft"], free["ttft"], "ms"),
     ]
 

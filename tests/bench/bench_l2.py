@@ -24,6 +24,7 @@ import httpx
 from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey
 from cache.l2 import L2Store, SqliteStore
+from tests.bench.rows import row
 from tests.support.redis_server import RedisServer, redis_available
 
 RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
@@ -88,16 +89,6 @@ async def _store_hit_us(store: L2Store, n: int, entries: int) -> float:
         await store.aclose()
 
 
-def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, object]:
-    return {
-        "name": name,
-        "value": round(value, 2),
-        "baseline": round(baseline, 3),
-        "ratio": round(value / baseline, 2) if baseline else 0.0,
-        "unit": unit,
-    }
-
-
 async def _measure(quick: bool) -> list[dict[str, object]]:
     n, entries = (300, 200) if quick else (3000, 2000)
     table = {_entry(i).key: _entry(i) for i in range(entries)}
@@ -118,11 +109,11 @@ async def _measure(quick: bool) -> list[dict[str, object]]:
 
         with RedisServer() as server:
             measured["redis"] = await _store_hit_us(RedisStore(server.url, "bench"), n, entries)
-    rows = [_row("L1 dict hit (baseline)", l1, l1, "us/get"),
-            _row("local HTTP round trip vs L1 hit", http, l1, "us/get")]
+    rows = [row("L1 dict hit (baseline)", l1, l1, "us/get"),
+            row("local HTTP round trip vs L1 hit", http, l1, "us/get")]
     for kind, value in measured.items():
-        rows.append(_row(f"{kind} L2 hit vs L1 hit", value, l1, "us/get"))
-        rows.append(_row(f"{kind} L2 hit vs local HTTP round trip", value, http, "us/get"))
+        rows.append(row(f"{kind} L2 hit vs L1 hit", value, l1, "us/get"))
+        rows.append(row(f"{kind} L2 hit vs local HTTP round trip", value, http, "us/get"))
     return rows
 
 
@@ -133,10 +124,10 @@ def run(quick: bool = False) -> list[dict[str, object]]:
 
 def main() -> None:
     """Print the rows as a table."""
-    for row in run(quick="--quick" in sys.argv):
+    for made in run(quick="--quick" in sys.argv):
         print(
-            f"{row['name']:<44} {row['value']:>10} {row['unit']:<8}"
-            f" baseline {row['baseline']:>10}  ratio {row['ratio']}"
+            f"{made['name']:<44} {made['value']:>10} {made['unit']:<8}"
+            f" baseline {made['baseline']:>10}  ratio {made['ratio']}"
         )
 
 

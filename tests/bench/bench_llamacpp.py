@@ -37,18 +37,8 @@ import httpx
 
 from lsp_server.kit.replay import replay_trace
 from lsp_server.kit.synth.session import sample_files, synthesize
+from tests.bench.rows import row
 from tests.support.llamacpp import LlamaCppServer, missing_reason
-
-
-def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": round(value, 3),
-        "baseline": round(baseline, 3),
-        "ratio": round(value / baseline, 3) if baseline else None,
-        "unit": unit,
-    }
-
 
 #: lines of each sample the session writes: make bench, --long, --quick
 SESSION_LINES = 14
@@ -100,13 +90,13 @@ def run(quick: bool = False, long: bool = False) -> list[dict[str, Any]]:
         misses = max(5, min(50, none["upstreamRequests"]))
         direct = _direct_ms(server.url, misses)
     rows = [
-        _row(f"upstream requests, warm-cache replay vs policy=none ({hybrid['requests']} requests)",
+        row(f"upstream requests, warm-cache replay vs policy=none ({hybrid['requests']} requests)",
              hybrid["upstreamRequests"], none["upstreamRequests"], "requests"),
     ]
     for q in ("p50", "p95"):
-        rows.append(_row(f"user-perceived latency {q}, warm-cache replay vs none",
+        rows.append(row(f"user-perceived latency {q}, warm-cache replay vs none",
                          hybrid["latencyMs"]["all"][q], none["latencyMs"]["all"][q], "ms"))
-    rows.append(_row("miss latency p50 through scopecache vs a direct /infill (non-streamed, "
+    rows.append(row("miss latency p50 through scopecache vs a direct /infill (non-streamed, "
                      "keep-alive)",
                      none["latencyMs"]["miss"]["p50"], direct, "ms"))
     errors = sum(s["errors"] + s["upstreamErrors"] for s in summaries.values())

@@ -30,6 +30,7 @@ from lsp_server.kit.simulate.requests import collect_requests
 from lsp_server.kit.synth.session import sample_files, synthesize
 from lsp_server.observe.trace.format import Trace
 from lsp_server.observe.trace.writer import write_trace
+from tests.bench.rows import row
 
 STDLIB = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
 FULL_FILES = ("textwrap.py", "shlex.py", "heapq.py")
@@ -41,16 +42,6 @@ QUICK_LINES = 8
 
 def _head(text: str, lines: int) -> str:
     return "\n".join(text.split("\n")[:lines]) + "\n"
-
-
-def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": round(value, 3),
-        "baseline": round(baseline, 3),
-        "ratio": round(value / baseline, 3) if baseline else None,
-        "unit": unit,
-    }
 
 
 def _trace(quick: bool, long: bool = False) -> Trace:
@@ -89,7 +80,7 @@ def run(quick: bool = False, long: bool = False) -> list[dict[str, Any]]:
     for policy in ("lru", "hybrid"):
         s = summaries[policy]
         rows.append(
-            _row(
+            row(
                 f"upstream requests, {policy} vs policy=none ({s['requests']} requests)",
                 s["upstreamRequests"],
                 none["upstreamRequests"],
@@ -98,7 +89,7 @@ def run(quick: bool = False, long: bool = False) -> list[dict[str, Any]]:
         )
         for q in ("p50", "p95"):
             rows.append(
-                _row(
+                row(
                     f"user-perceived latency {q}, {policy} vs none",
                     s["latencyMs"]["all"][q],
                     none["latencyMs"]["all"][q],
@@ -120,7 +111,7 @@ def run(quick: bool = False, long: bool = False) -> list[dict[str, Any]]:
         if result.strategy == "scope":
             continue
         rows.append(
-            _row(
+            row(
                 f"simulated upstream requests, scope keys vs {result.strategy}",
                 scope.upstream,
                 result.upstream,

@@ -32,6 +32,7 @@ from lsp_server.kit.client import ServerProcess
 from lsp_server.kit.upstream_process import ReferenceProcess
 from lsp_server.observe.stats import percentile
 from tests.bench.bench_keystroke import python_source
+from tests.bench.rows import row
 
 HERE = Path(__file__).resolve().parent
 URI = "file:///bench/app.py"
@@ -41,16 +42,6 @@ LINE, COL = 1, 14
 THINK_TIME = 0.3
 #: documents filling L1 at once in the memory row (their answers come from upstream)
 FILL_BATCH = 32
-
-
-def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": round(value, 3),
-        "baseline": round(baseline, 3),
-        "ratio": round(value / baseline, 3) if baseline else None,
-        "unit": unit,
-    }
 
 
 async def _timed_requests(server: ServerProcess, n: int) -> list[float]:
@@ -106,7 +97,7 @@ async def _measure(quick: bool) -> list[dict[str, Any]]:
                 hit_ms.extend(await _timed_requests(server, 1))
             for q in (50, 99):
                 rows.append(
-                    _row(
+                    row(
                         f"hit round trip p{q} vs bare pygls constant",
                         percentile(hit_ms, q),
                         percentile(floor_ms, q),
@@ -124,7 +115,7 @@ async def _measure(quick: bool) -> list[dict[str, Any]]:
                     bare_ms.append(await bare.timed())
         floor_p50 = percentile(floor_ms, 50)
         rows.append(
-            _row(
+            row(
                 "miss p50 vs bare httpx + LSP floor",
                 percentile(miss_ms, 50),
                 percentile(bare_ms, 50) + floor_p50,
@@ -132,7 +123,7 @@ async def _measure(quick: bool) -> list[dict[str, Any]]:
             )
         )
         rows.append(
-            _row(
+            row(
                 "miss overhead over bare httpx + LSP floor (p50)",
                 percentile(miss_ms, 50) - percentile(bare_ms, 50) - floor_p50,
                 1.0,
@@ -159,7 +150,7 @@ async def _settle_probe(*args: str) -> dict[str, Any]:
 async def _collector_pause() -> dict[str, Any]:
     plain = await _settle_probe()
     settled = await _settle_probe("--settle")
-    return _row(
+    return row(
         "full collector pass, settled heap vs not (samples open, their L1 answers)",
         settled["fullPassMs"],
         plain["fullPassMs"],
@@ -220,7 +211,7 @@ async def _cold_start(svc: ReferenceProcess, rounds: int) -> list[dict[str, Any]
                 await asyncio.sleep(THINK_TIME)
                 warm.extend(await _timed_requests(server, 1))
     return [
-        _row(
+        row(
             "first completion after initialize vs warm, same pause before each (p50)",
             percentile(first, 50),
             percentile(warm, 50),
@@ -253,7 +244,7 @@ async def _memory(svc: ReferenceProcess, quick: bool) -> dict[str, Any]:
         await asyncio.gather(*(fill(i) for i in range(fills)))
         await server.stats()
         loaded = _rss_kb(server.pid)
-    return _row(
+    return row(
         f"server RSS, {files} x {lines}-line files + {fills} L1 entries vs idle",
         loaded / 1024,
         baseline / 1024,

@@ -28,21 +28,12 @@ from typing import Any
 
 import httpx
 
+from tests.bench.rows import row
 from tests.support import dnsmasq
 from tests.support.backend import REQUEST, complete, started_backend
 from tests.support.reference import ReferenceService
 from transport.http import HttpCompletionBackend
 from transport.options import EndpointOptions
-
-
-def _row(name: str, value: float, baseline: float, unit: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": round(value, 3),
-        "baseline": round(baseline, 3),
-        "ratio": round(value / baseline, 3) if baseline else 0.0,
-        "unit": unit,
-    }
 
 
 async def _timed(action: Callable[[], Awaitable[Any]]) -> float:
@@ -78,9 +69,9 @@ async def _measure(
             [await _timed(lambda: complete(backend)) for _ in range(rounds * 4)]
         )
         rows.append(
-            _row("first completion, prefetched+pre-connected vs cold", prefetched, cold, "ms")
+            row("first completion, prefetched+pre-connected vs cold", prefetched, cold, "ms")
         )
-        rows.append(_row("warm completion vs cold first completion", warm, cold, "ms"))
+        rows.append(row("warm completion vs cold first completion", warm, cold, "ms"))
 
         context = ssl.create_default_context(cafile=str(svc.ca_file))
         _, body = backend._provider.build_request(REQUEST)
@@ -93,7 +84,7 @@ async def _measure(
 
             await bare_request()
             bare_ms = statistics.median([await _timed(bare_request) for _ in range(rounds * 4)])
-        rows.append(_row("miss path vs bare httpx request (warm)", warm, bare_ms, "ms"))
+        rows.append(row("miss path vs bare httpx request (warm)", warm, bare_ms, "ms"))
 
         n = 50 if quick else 200
         before = svc.stats()["connections"]
@@ -110,14 +101,14 @@ async def _measure(
             theirs = await _timed(lambda: asyncio.gather(*(one() for _ in range(n))))
             theirs_conns = svc.stats()["connections"] - before
         rows.append(
-            _row(
+            row(
                 f"{n} concurrent: connections opened vs HTTP/1.1 per-request",
                 ours_conns,
                 theirs_conns,
                 "connections",
             )
         )
-        rows.append(_row(f"{n} concurrent: wall time vs HTTP/1.1 per-request", ours, theirs, "ms"))
+        rows.append(row(f"{n} concurrent: wall time vs HTTP/1.1 per-request", ours, theirs, "ms"))
     return rows
 
 
