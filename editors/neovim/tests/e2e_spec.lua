@@ -116,18 +116,35 @@ local function stats_now()
   end)
 end
 
---- Stats once nothing changes any more (a request after an accept may still be running).
+--- What settles once no request runs: the counts of requests and their ends.
+local function request_counts(stats)
+  return {
+    requests = stats.requests,
+    upstreamRequests = stats.upstreamRequests,
+    upstreamCompleted = stats.upstreamCompleted,
+    upstreamCancelled = stats.upstreamCancelled,
+    inflight = stats.inflight,
+    served = stats.served,
+  }
+end
+
+--- Stats once no request runs (one after an accept may still be running): nothing in
+--- flight upstream and the counts the same in two answers in a row. Fails, saying
+--- what it last saw, when they have not settled within 10 s.
 local function settled_stats()
+  local deadline = vim.loop.now() + 10000
   local last = stats_now()
-  for _ = 1, 50 do
+  while true do
     t.sleep(100)
     local now = stats_now()
-    if vim.deep_equal(now, last) then
+    if now.inflight == 0 and vim.deep_equal(request_counts(now), request_counts(last)) then
       return now
+    end
+    if vim.loop.now() > deadline then
+      error("scopecache/stats did not settle within 10 s: " .. vim.inspect(request_counts(now)), 2)
     end
     last = now
   end
-  return last
 end
 
 local function hits(stats)
