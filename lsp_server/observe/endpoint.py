@@ -8,7 +8,9 @@ It binds 127.0.0.1 unless ``metricsHost`` says otherwise.
 
 =============== ==============================================================
 ``/metrics``    Prometheus text format (needs the ``metrics`` extra; without
-                it the answer is 503 with the install hint)
+                it the answer is 503 with the install hint); acceptance by
+                source, language and scope kind, each with at most
+                ``MAX_LABEL_VALUES`` label values (later ones are ``other``)
 ``/``           the dashboard (``dashboard.html``, self-contained)
 ``/stats.json`` ``scopecache/stats`` plus the signal history the page draws
 ``/healthz``    ``ok``
@@ -29,7 +31,7 @@ from importlib import resources
 from typing import Any
 
 from lsp_server.observe.metrics import MetricsRegistry
-from lsp_server.observe.prometheus import MetricsUnavailableError, exposition
+from lsp_server.observe.prometheus import LabelValues, MetricsUnavailableError, exposition
 from transport.tasks import stop_tasks
 
 logger = logging.getLogger(__name__)
@@ -67,6 +69,8 @@ class MetricsEndpoint:
         self._server: asyncio.Server | None = None
         self._sampler: asyncio.Task[None] | None = None
         self._warned = False
+        #: the acceptance breakdowns' label values, kept from one scrape to the next
+        self._labels = LabelValues()
 
     @property
     def url(self) -> str:
@@ -132,7 +136,7 @@ class MetricsEndpoint:
         path = target.split("?", 1)[0]
         if path == "/metrics":
             try:
-                body, content_type = exposition(self._stats(), self._registry)
+                body, content_type = exposition(self._stats(), self._registry, self._labels)
             except MetricsUnavailableError as exc:
                 if not self._warned:
                     logger.error("%s", exc)

@@ -10,28 +10,86 @@ or kept at module level. Names follow the Prometheus conventions: a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from lsp_server.observe.metrics import Histogram, MetricsRegistry
 
 INSTALL_HINT = "prometheus-client is not installed: pip install 'scopecache[metrics]'"
+#: distinct label values per acceptance breakdown (language, scope kind); the rest are ``other``
+MAX_LABEL_VALUES = 12
+OTHER = "other"
+#: the acceptance breakdowns: the label, the stats key, the family names' suffix
+ACCEPTANCE_BREAKDOWNS = (
+    ("source", "bySource", ""),
+    ("language", "byLanguage", "_by_language"),
+    ("scope", "byScope", "_by_scope"),
+)
 
 
 class MetricsUnavailableError(RuntimeError):
     """prometheus-client is missing."""
 
 
+class LabelValues:
+    """The label values of the acceptance breakdowns, at most ``cap`` each, sticky.
+
+    A language or scope kind takes its own label value the first time it is
+    exposed, while fewer than ``cap`` values of its dimension have one; any
+    later value is counted under ``other``. A value keeps its label for the
+    life of the server, so every series is a counter that only grows (values
+    seen at the same scrape are taken most shown first, then by name).
+    """
+
+    def __init__(self, cap: int = MAX_LABEL_VALUES) -> None:
+        self.cap = cap
+        self._kept: dict[str, set[str]] = {}
+
+    def fold(
+        self, dimension: str, groups: Mapping[str, Mapping[str, int]]
+    ) -> dict[str, dict[str, int]]:
+        """``groups`` (value -> counts) with the values past the cap added up as ``other``."""
+        kept = self._kept.setdefault(dimension, set())
+        new = sorted(
+            (value for value in groups if value not in kept and value != OTHER),
+            key=lambda value: (-_count(groups[value], "shown"), value),
+        )
+        for value in new:
+            if len(kept) >= self.cap:
+                break
+            kept.add(value)
+        out: dict[str, dict[str, int]] = {}
+        for value, counts in sorted(groups.items()):
+            label = value if value in kept else OTHER
+            into = out.setdefault(label, {})
+            for key, count in counts.items():
+                if isinstance(count, int) and not isinstance(count, bool):
+                    into[key] = into.get(key, 0) + count
+        return out
+
+
+def _count(counts: Mapping[str, Any], key: str) -> int:
+    value = counts.get(key, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def _buckets(histogram: Histogram) -> list[tuple[str, float]]:
     return [("+Inf" if b == float("inf") else repr(b), c) for b, c in histogram.cumulative()]
 
 
-def _families(stats: Mapping[str, Any], registry: MetricsRegistry) -> Iterator[Any]:
-    from prometheus_client.core import (
-        CounterMetricFamily,
-        GaugeMetricFamily,
-        HistogramMetricFamily,
-    )
+def _families(
+    stats: Mapping[str, Any], registry: MetricsRegistry, labels: LabelValues
+) -> Iterator[Any]:
+    """Every family, one responsibility after the other (``FAMILIES``)."""
+    for families in FAMILIES:
+        yield from families(stats, registry, labels)
+
+
+def _request_families(
+    stats: Mapping[str, Any], registry: MetricsRegistry, labels: LabelValues
+) -> Iterator[Any]:
+    """The completion requests and the didChange cost (the ``MetricsRegistry``)."""
+    from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
     requests = CounterMetricFamily(
         "scopecache_requests", "Completion requests by method, source and outcome.",
@@ -40,7 +98,6 @@ def _families(stats: Mapping[str, Any], registry: MetricsRegistry) -> Iterator[A
     for (method, source, outcome), count in sorted(registry.requests.items()):
         requests.add_metric([method, source, outcome], count)
     yield requests
-
     duration = HistogramMetricFamily(
         "scopecache_request_duration_seconds", "Latency of served requests by source.",
         labels=["source"],
@@ -48,17 +105,32 @@ def _families(stats: Mapping[str, Any], registry: MetricsRegistry) -> Iterator[A
     for source, histogram in sorted(registry.request_duration.items()):
         duration.add_metric([source], _buckets(histogram), histogram.sum)
     yield duration
+    yield HistogramMetricFamily(
+        "scopecache_keystroke_update_seconds", "Time to apply one didChange.",
+        buckets=_buckets(registry.keystroke), sum_value=registry.keystroke.sum,
+    )  # fmt: skip
+    yield CounterMetricFamily(
+        "scopecache_stale_rejections", "Suggestions withheld because the buffer moved.",
+        value=stats.get("rejectedStale", 0),
+    )  # fmt: skip
+    yield CounterMetricFamily(
+        "scopecache_accepted", "Suggestions the user accepted.", value=stats.get("accepted", 0)
+    )
+
+
+def _upstream_families(
+    stats: Mapping[str, Any], registry: MetricsRegistry, labels: LabelValues
+) -> Iterator[Any]:
+    """The requests to the completion service and what it answered."""
+    from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
     for name, doc, histogram in (
         ("scopecache_upstream_ttft_seconds", "Upstream time to first token.",
          registry.upstream_ttft),
         ("scopecache_upstream_duration_seconds", "Upstream request total time.",
          registry.upstream_duration),
-        ("scopecache_keystroke_update_seconds", "Time to apply one didChange.",
-         registry.keystroke),
     ):  # fmt: skip
         yield HistogramMetricFamily(name, doc, buckets=_buckets(histogram), sum_value=histogram.sum)
-
     upstream = CounterMetricFamily(
         "scopecache_upstream_requests", "Upstream requests by status.", labels=["status"]
     )
@@ -76,41 +148,6 @@ def _families(stats: Mapping[str, Any], registry: MetricsRegistry) -> Iterator[A
         "scopecache_upstream_received_chars", "Characters of suggestion text received.",
         value=registry.upstream_chars,
     )  # fmt: skip
-
-    transport = stats.get("transport", {})
-    errors = CounterMetricFamily(
-        "scopecache_upstream_errors", "Transport errors by kind.", labels=["kind"]
-    )
-    for kind, count in sorted(transport.get("errorsByKind", {}).items()):
-        errors.add_metric([kind], count)
-    yield errors
-    for name, doc, value in (
-        ("scopecache_connections_opened", "Connections opened to the service.",
-         transport.get("connectionsOpened", 0)),
-        ("scopecache_dns_lookups", "DNS queries sent.", transport.get("dnsLookups", 0)),
-        ("scopecache_dns_fallbacks", "DNS answers from the system resolver fallback.",
-         transport.get("dnsFallbacks", 0)),
-        ("scopecache_streams_reset", "HTTP/2 streams reset by us.",
-         transport.get("streamsReset", 0)),
-        ("scopecache_connections_reused", "HTTP/1.1 requests sent on a kept-alive connection.",
-         transport.get("connectionsReused", 0)),
-        ("scopecache_connections_closed_by_cancel",
-         "HTTP/1.1 connections closed to cancel a stream.",
-         transport.get("connectionsClosedByCancel", 0)),
-        ("scopecache_connections_closed_by_server",
-         "HTTP/1.1 connections the service closed.",
-         transport.get("connectionsClosedByServer", 0)),
-        ("scopecache_connections_retired",
-         "HTTP/1.1 idle connections closed before the service's keep-alive timeout.",
-         transport.get("connectionsRetired", 0)),
-        ("scopecache_connect_waits", "HTTP/1.1 requests that waited for a connect.",
-         transport.get("connectWaits", 0)),
-        ("scopecache_stale_rejections", "Suggestions withheld because the buffer moved.",
-         stats.get("rejectedStale", 0)),
-        ("scopecache_accepted", "Suggestions the user accepted.", stats.get("accepted", 0)),
-    ):  # fmt: skip
-        yield CounterMetricFamily(name, doc, value=value)
-
     tokens = CounterMetricFamily(
         "scopecache_upstream_tokens",
         "Tokens the service reported: prompt read, evaluated, reused from its KV cache, generated.",
@@ -120,14 +157,47 @@ def _families(stats: Mapping[str, Any], registry: MetricsRegistry) -> Iterator[A
         tokens.add_metric([kind], stats.get("tokens", {}).get(kind, 0))
     yield tokens
 
+
+def _transport_families(
+    stats: Mapping[str, Any], registry: MetricsRegistry, labels: LabelValues
+) -> Iterator[Any]:
+    """The connections, DNS and errors of the transport (``transport`` of the stats)."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    transport = stats.get("transport", {})
+    errors = CounterMetricFamily(
+        "scopecache_upstream_errors", "Transport errors by kind.", labels=["kind"]
+    )
+    for kind, count in sorted(transport.get("errorsByKind", {}).items()):
+        errors.add_metric([kind], count)
+    yield errors
+    for name, doc, key in (
+        ("scopecache_connections_opened", "Connections opened to the service.",
+         "connectionsOpened"),
+        ("scopecache_dns_lookups", "DNS queries sent.", "dnsLookups"),
+        ("scopecache_dns_fallbacks", "DNS answers from the system resolver fallback.",
+         "dnsFallbacks"),
+        ("scopecache_streams_reset", "HTTP/2 streams reset by us.", "streamsReset"),
+        ("scopecache_connections_reused", "HTTP/1.1 requests sent on a kept-alive connection.",
+         "connectionsReused"),
+        ("scopecache_connections_closed_by_cancel",
+         "HTTP/1.1 connections closed to cancel a stream.", "connectionsClosedByCancel"),
+        ("scopecache_connections_closed_by_server",
+         "HTTP/1.1 connections the service closed.", "connectionsClosedByServer"),
+        ("scopecache_connections_retired",
+         "HTTP/1.1 idle connections closed before the service's keep-alive timeout.",
+         "connectionsRetired"),
+        ("scopecache_connect_waits", "HTTP/1.1 requests that waited for a connect.",
+         "connectWaits"),
+    ):  # fmt: skip
+        yield CounterMetricFamily(name, doc, value=transport.get(key, 0))
     circuit = GaugeMetricFamily(
         "scopecache_circuit_state", "1 for the breaker's current state.", labels=["state"]
     )
+    current = str(transport.get("circuit", "closed")).replace("-", "_")
     for state in ("closed", "open", "half_open"):
-        current = str(transport.get("circuit", "closed")).replace("-", "_")
         circuit.add_metric([state], 1.0 if current == state else 0.0)
     yield circuit
-
     protocol = GaugeMetricFamily(
         "scopecache_protocol", "1 for the HTTP version the connections speak.",
         labels=["protocol"],
@@ -139,6 +209,13 @@ def _families(stats: Mapping[str, Any], registry: MetricsRegistry) -> Iterator[A
         "scopecache_connections_ready", "HTTP/1.1 idle connections ready for a request.",
         value=transport.get("connectionsReady", 0),
     )  # fmt: skip
+
+
+def _saturation_families(
+    stats: Mapping[str, Any], registry: MetricsRegistry, labels: LabelValues
+) -> Iterator[Any]:
+    """How full the connection pool and the in-flight streams are now."""
+    from prometheus_client.core import GaugeMetricFamily
 
     pool = stats.get("pool", {})
     connections = GaugeMetricFamily(
@@ -154,44 +231,25 @@ def _families(stats: Mapping[str, Any], registry: MetricsRegistry) -> Iterator[A
         "scopecache_inflight_upstream_requests", "Upstream streams running now.",
         value=stats.get("inflight", 0),
     )  # fmt: skip
-    yield from _cache_families(stats.get("cache", {}), stats.get("l2"))
-    yield from _acceptance_families(stats.get("acceptance", {}))
 
 
-def _acceptance_families(acceptance: Mapping[str, Any]) -> Iterator[Any]:
-    """What the developer kept, by source (``acceptance`` of ``scopecache/stats``)."""
+def _cache_and_l2_families(
+    stats: Mapping[str, Any], registry: MetricsRegistry, labels: LabelValues
+) -> Iterator[Any]:
+    """The L1 cache and its policy, and the L2 store."""
+    return _cache_families(stats.get("cache", {}), stats.get("l2"))
+
+
+def _acceptance_families(
+    stats: Mapping[str, Any], registry: MetricsRegistry, labels: LabelValues
+) -> Iterator[Any]:
+    """What the developer kept (``acceptance`` of the stats), by source, language and scope."""
     from prometheus_client.core import CounterMetricFamily
 
-    by_source = acceptance.get("bySource", {})
-    for name, key, doc in (
-        ("scopecache_suggestions_shown", "shown", "Suggestions that went out, by source."),
-        ("scopecache_suggestions_accepted", "accepted",
-         "Suggestions accepted in full or in part, by source."),
-        ("scopecache_accepted_chars", "acceptedChars", "Characters accepted, by source."),
-    ):  # fmt: skip
-        family = CounterMetricFamily(name, doc, labels=["source"])
-        for source, counts in sorted(by_source.items()):
-            family.add_metric([source], counts.get(key, 0))
-        yield family
-    retained = CounterMetricFamily(
-        "scopecache_retained_chars",
-        "Accepted characters still in the file after the short (acceptance.shortWindowSeconds) "
-        "or the long window, by source.",
-        labels=["source", "window"],
-    )
-    measured = CounterMetricFamily(
-        "scopecache_retained_measured_chars",
-        "Accepted characters whose short or long window has been counted, by source "
-        "(the denominator of the retained rate).",
-        labels=["source", "window"],
-    )
-    for source, counts in sorted(by_source.items()):
-        retained.add_metric([source, "short"], counts.get("retainedChars30s", 0))
-        retained.add_metric([source, "long"], counts.get("retainedChars120s", 0))
-        measured.add_metric([source, "short"], counts.get("measuredChars30s", 0))
-        measured.add_metric([source, "long"], counts.get("measuredChars120s", 0))
-    yield retained
-    yield measured
+    acceptance = stats.get("acceptance", {})
+    for dimension, key, suffix in ACCEPTANCE_BREAKDOWNS:
+        groups = labels.fold(dimension, acceptance.get(key, {}))
+        yield from _acceptance_counters(groups, dimension, suffix)
     kinds = CounterMetricFamily(
         "scopecache_accepts", "Accepts the editor reported, by kind (full, word, line).",
         labels=["kind"],
@@ -209,13 +267,48 @@ def _acceptance_families(acceptance: Mapping[str, Any]) -> Iterator[Any]:
     yield muted
 
 
+def _acceptance_counters(
+    groups: Mapping[str, Mapping[str, int]], dimension: str, suffix: str
+) -> Iterator[Any]:
+    """The acceptance counters of one breakdown (``groups``: label value -> counts)."""
+    from prometheus_client.core import CounterMetricFamily
+
+    by = f"by {dimension}"
+    for name, key, doc in (
+        ("scopecache_suggestions_shown", "shown", "Suggestions that went out"),
+        ("scopecache_suggestions_accepted", "accepted", "Suggestions accepted in full or in part"),
+        ("scopecache_accepted_chars", "acceptedChars", "Characters accepted"),
+    ):
+        family = CounterMetricFamily(name + suffix, f"{doc}, {by}.", labels=[dimension])
+        for value, counts in groups.items():
+            family.add_metric([value], counts.get(key, 0))
+        yield family
+    retained = CounterMetricFamily(
+        "scopecache_retained_chars" + suffix,
+        "Accepted characters still in the file after the short (acceptance.shortWindowSeconds) "
+        f"or the long window, {by}.",
+        labels=[dimension, "window"],
+    )
+    measured = CounterMetricFamily(
+        "scopecache_retained_measured_chars" + suffix,
+        "Accepted characters whose short or long window has been counted "
+        f"(the denominator of the retained rate), {by}.",
+        labels=[dimension, "window"],
+    )
+    for value, counts in groups.items():
+        retained.add_metric([value, "short"], counts.get("retainedChars30s", 0))
+        retained.add_metric([value, "long"], counts.get("retainedChars120s", 0))
+        measured.add_metric([value, "short"], counts.get("measuredChars30s", 0))
+        measured.add_metric([value, "long"], counts.get("measuredChars120s", 0))
+    yield retained
+    yield measured
+
+
 def _cache_families(cache: Mapping[str, Any], l2: Mapping[str, Any] | None) -> Iterator[Any]:
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
     policy = str(cache.get("policy", ""))
-    yield GaugeMetricFamily(
-        "scopecache_cache_entries", "L1 entries.", value=cache.get("size", 0)
-    )
+    yield GaugeMetricFamily("scopecache_cache_entries", "L1 entries.", value=cache.get("size", 0))
     yield GaugeMetricFamily(
         "scopecache_cache_capacity", "L1 capacity (entries).", value=cache.get("capacity", 0)
     )
@@ -268,22 +361,45 @@ def _cache_families(cache: Mapping[str, Any], l2: Mapping[str, Any] | None) -> I
         )  # fmt: skip
 
 
+#: one function per responsibility, each yielding its metric families; a new
+#: group of metrics is a new function here
+Families = Callable[[Mapping[str, Any], MetricsRegistry, "LabelValues"], Iterator[Any]]
+FAMILIES: tuple[Families, ...] = (
+    _request_families,
+    _upstream_families,
+    _transport_families,
+    _saturation_families,
+    _cache_and_l2_families,
+    _acceptance_families,
+)
+
+
 class _SnapshotCollector:
-    def __init__(self, stats: Mapping[str, Any], registry: MetricsRegistry) -> None:
+    def __init__(
+        self, stats: Mapping[str, Any], registry: MetricsRegistry, labels: LabelValues
+    ) -> None:
         self._stats = stats
         self._registry = registry
+        self._labels = labels
 
     def collect(self) -> Iterator[Any]:
-        return _families(self._stats, self._registry)
+        return _families(self._stats, self._registry, self._labels)
 
 
-def exposition(stats: Mapping[str, Any], registry: MetricsRegistry) -> tuple[bytes, str]:
-    """The Prometheus text format and its content type; raises ``MetricsUnavailableError``."""
+def exposition(
+    stats: Mapping[str, Any], registry: MetricsRegistry, labels: LabelValues | None = None
+) -> tuple[bytes, str]:
+    """The Prometheus text format and its content type; raises ``MetricsUnavailableError``.
+
+    ``labels`` keeps the label values of the acceptance breakdowns from one
+    scrape to the next (the endpoint holds one); without it the values are
+    capped afresh, by name.
+    """
     try:
         from prometheus_client import CollectorRegistry, generate_latest
         from prometheus_client.exposition import CONTENT_TYPE_LATEST
     except ImportError as exc:
         raise MetricsUnavailableError(INSTALL_HINT) from exc
     collectors = CollectorRegistry(auto_describe=False)
-    collectors.register(_SnapshotCollector(stats, registry))
+    collectors.register(_SnapshotCollector(stats, registry, labels or LabelValues()))
     return generate_latest(collectors), str(CONTENT_TYPE_LATEST)
