@@ -41,6 +41,7 @@ from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import syntax_context
 from lsp_server.observe.acceptance import Attribution, ShownSuggestion
 from lsp_server.server.accepts import AcceptWatch
+from tests.bench.rows import row
 
 UNIT = '''
 class Inventory{n}:
@@ -144,11 +145,11 @@ def _bench_size(lines: int, repeats: int) -> list[dict[str, object]]:
     text = python_source(lines)
     rows = keystroke_rows(text, "file:///bench.py", "python", "result = 0", repeats, lines)
     for followed in (0, FOLLOWED):
-        row = keystroke_rows(
+        made = keystroke_rows(
             text, "file:///bench.py", "python", "result = 0", repeats, lines,
             followed=followed, keystroke_only=True,
         )[0]
-        rows.append({**row, "name": f"keystroke {lines} lines + acceptance, {followed} followed"})
+        rows.append({**made, "name": f"keystroke {lines} lines + acceptance, {followed} followed"})
     return rows
 
 
@@ -261,33 +262,15 @@ def keystroke_rows(
     if watch is not None:
         # the followed lines moved with every edit and are where they started
         assert watch.ledger.pending == (followed or 0)
-    keystroke: dict[str, object] = {
-        "name": f"keystroke {lines} lines (edit+parse+context)",
-        "value": round(ours, 1),
-        "baseline": round(base, 1),
-        "ratio": round(ratio, 2),
-        "unit": "us",
-    }
+    keystroke = row(f"keystroke {lines} lines (edit+parse+context)", ours, base, "us", ratio=ratio)
     if keystroke_only:
         return [keystroke]
     full = _measure(full_parses, max(1, repeats // 8)) / FULL_PARSES * 1e6
     context = _measure(contexts, repeats) / len(strokes) * 1e6
     return [
         keystroke,
-        {
-            "name": f"full re-parse {lines} lines vs incremental keystroke",
-            "value": round(full, 1),
-            "baseline": round(ours, 1),
-            "ratio": round(full / ours, 1),
-            "unit": "us",
-        },
-        {
-            "name": f"syntax context alone {lines} lines",
-            "value": round(context, 1),
-            "baseline": round(base, 1),
-            "ratio": round(context / base, 3),
-            "unit": "us",
-        },
+        row(f"full re-parse {lines} lines vs incremental keystroke", full, ours, "us"),
+        row(f"syntax context alone {lines} lines", context, base, "us"),
     ]
 
 
@@ -301,27 +284,14 @@ def run(quick: bool = False) -> list[dict[str, object]]:
     small, large = rows[0], rows[5]
     ours_growth = _num(large["value"]) / _num(small["value"])
     base_growth = _num(large["baseline"]) / _num(small["baseline"])
+    # tree-sitter's own incremental parse grows with the number of top-level
+    # statements; what we add on top must not
     rows.append(
-        {
-            # tree-sitter's own incremental parse grows with the number of
-            # top-level statements; what we add on top must not
-            "name": f"keystroke growth {sizes[0]} -> {sizes[1]} lines",
-            "value": round(ours_growth, 2),
-            "baseline": round(base_growth, 2),
-            "ratio": round(ours_growth / base_growth, 2),
-            "unit": "x",
-        }
+        row(f"keystroke growth {sizes[0]} -> {sizes[1]} lines", ours_growth, base_growth, "x")
     )
     context_growth = _num(rows[7]["value"]) / _num(rows[2]["value"])
-    rows.append(
-        {
-            "name": f"syntax context growth {sizes[0]} -> {sizes[1]} lines",
-            "value": round(context_growth, 2),
-            "baseline": 1.0,
-            "ratio": round(context_growth, 2),
-            "unit": "x",
-        }
-    )
+    name = f"syntax context growth {sizes[0]} -> {sizes[1]} lines"
+    rows.append(row(name, context_growth, 1.0, "x"))
     return rows
 
 
@@ -334,10 +304,10 @@ def main() -> None:
     """Print the rows as a table."""
     rows = run(quick="--quick" in sys.argv)
     print(f"{'benchmark':58} {'value':>10} {'baseline':>10} {'ratio':>7}")
-    for row in rows:
+    for made in rows:
         print(
-            f"{row['name']:58} {row['value']:>8} {row['unit']} "
-            f"{row['baseline']:>8} {row['unit']} {row['ratio']:>7}"
+            f"{made['name']:58} {made['value']:>8} {made['unit']} "
+            f"{made['baseline']:>8} {made['unit']} {made['ratio']:>7}"
         )
 
 

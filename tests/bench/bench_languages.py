@@ -28,6 +28,7 @@ from lsp_server.kit.simulate.requests import collect_requests
 from lsp_server.kit.synth.session import synthesize
 from lsp_server.observe.trace.writer import write_trace
 from tests.bench.bench_keystroke import keystroke_rows
+from tests.bench.rows import row
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "languages"
 
@@ -288,16 +289,11 @@ def hit_ratio_rows(language: str, quick: bool) -> list[dict[str, object]]:
     for cap in CAPACITIES:
         hybrid, opt = by[("hybrid", cap)], by[("opt", cap)]
         ours, best = hybrid.hits / hybrid.requests, opt.hits / opt.requests
-        rows.append(
-            {
-                "name": f"{language} hit ratio hybrid vs opt (cap {cap}, {hybrid.requests} req,"
-                f" {hybrid.stale} stale)",
-                "value": round(ours, 3),
-                "baseline": round(best, 3),
-                "ratio": round(ours / best, 3) if best else 0.0,
-                "unit": "hit ratio",
-            }
+        name = (
+            f"{language} hit ratio hybrid vs opt (cap {cap}, {hybrid.requests} req,"
+            f" {hybrid.stale} stale)"
         )
+        rows.append(row(name, ours, best, "hit ratio"))
     return rows
 
 
@@ -312,11 +308,11 @@ def run(quick: bool = False, hit_ratio: bool = True) -> list[dict[str, object]]:
         ext, cursor, _ = UNITS[language]
         for lines in sizes:
             text = source(language, lines)
-            (row,) = keystroke_rows(
+            (made,) = keystroke_rows(
                 text, f"file:///bench/large.{ext}", language, cursor, repeats, lines,
                 keystroke_only=True,
             )
-            rows.append({**row, "name": f"{language} {row['name']}"})
+            rows.append({**made, "name": f"{language} {made['name']}"})
         if hit_ratio:
             rows.extend(hit_ratio_rows(language, quick))
     return rows
@@ -324,10 +320,10 @@ def run(quick: bool = False, hit_ratio: bool = True) -> list[dict[str, object]]:
 
 def main() -> None:
     """Print the rows as a table."""
-    for row in run(quick="--quick" in sys.argv, hit_ratio="--keystroke" not in sys.argv):
+    for made in run(quick="--quick" in sys.argv, hit_ratio="--keystroke" not in sys.argv):
         print(
-            f"{row['name']:72} {row['value']:>9} {row['baseline']:>9} {row['ratio']:>7}"
-            f" {row['unit']}"
+            f"{made['name']:72} {made['value']:>9} {made['baseline']:>9} {made['ratio']:>7}"
+            f" {made['unit']}"
         )
 
 
