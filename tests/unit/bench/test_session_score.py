@@ -109,3 +109,22 @@ def test_a_session_without_suggestions_has_no_latency_and_no_seconds_per_useful(
     score = SessionScore.of(ClientRun("hand-made", _session({}), busy_seconds=3.0))
     assert score.new_latency_p50 is None and score.new_latency_p90 is None
     assert score.seconds_per_useful is None
+
+
+def test_the_benchmark_rows_carry_every_figure_for_both_clients() -> None:
+    from tests.bench.bench_slow_model import rows_against
+
+    whole = "x = 1\n    return x"
+    ours = SessionScore.of(ClientRun("ours", _session(_typed_through(0, whole, 0.3, 5))))
+    theirs = SessionScore.of(ClientRun("theirs", _session({6: ("pass", 0.2)}), busy_seconds=2.0))
+    rows = {made["name"].split(", vs ")[0]: made for made in rows_against(ours, theirs, "peer")}
+    assert rows["useful suggestions shown"]["value"] == 1
+    assert rows["characters Tab would have saved, first lines"]["value"] == 5
+    assert rows["characters Tab would have saved, over several lines"]["value"] == 18
+    wrong = rows["keys with a wrong suggestion on screen"]
+    assert (wrong["value"], wrong["baseline"], wrong["ratio"]) == (0, 1, 0.0)
+    latency = rows["new-suggestion latency p50"]
+    assert (latency["value"], latency["baseline"]) == (0.3, 0.2)
+    per_useful = rows["server seconds per useful suggestion"]
+    assert per_useful["baseline"] is None and per_useful["ratio"] is None
+    assert rows["server busy seconds"]["baseline"] == 2.0
