@@ -60,10 +60,14 @@ return n;
 """
 
 
-def browse(url: str, screenshot: Path, *, with_data: bool = True) -> dict[str, Any]:
+def browse(
+    url: str, screenshot: Path, *, with_data: bool = True, breakdowns: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """Load the dashboard, wait for live charts, take a screenshot; returns what it saw.
 
     ``with_data``: wait until every chart has drawn something (else: three polls).
+    ``breakdowns``: then choose each of these in the acceptance selector and
+    keep the table it shows (``seen["by"][breakdown]``).
     """
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.support.ui import WebDriverWait
@@ -98,10 +102,14 @@ def browse(url: str, screenshot: Path, *, with_data: bool = True) -> dict[str, A
                 for c in CHARTS
             },
             "empty": {c: driver.find_element("id", c).get_attribute("data-empty") for c in CHARTS},
-            "errors": [
-                e for e in driver.get_log("browser") if e.get("level") == "SEVERE"
-            ],
+            "errors": [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"],
         }
+        seen["by"] = {}
+        for by in breakdowns:
+            from selenium.webdriver.support.ui import Select
+
+            Select(driver.find_element("id", "acceptance-by")).select_by_value(by)
+            seen["by"][by] = driver.find_element("id", "acceptance").text
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(screenshot))
         return seen
@@ -121,7 +129,9 @@ async def test_dashboard_renders_live_charts_in_headless_chromium(
         await accept_one(server)
         await asyncio.sleep(1.1)  # at least two signal samples in the history
         shot = ARTIFACTS / "dashboard.png"
-        seen = await asyncio.to_thread(browse, f"{base}/?interval=250", shot)
+        seen = await asyncio.to_thread(
+            browse, f"{base}/?interval=250", shot, breakdowns=("language", "scope", "source")
+        )
 
     assert seen["title"] == "scopecache dashboard"
     assert all(count > 0 for count in seen["painted"].values()), seen["painted"]
@@ -129,6 +139,13 @@ async def test_dashboard_renders_live_charts_in_headless_chromium(
     # the accept and retain rates by source: one of the exact hits was accepted
     assert "source shown accepted accepted chars kept 30 s kept 120 s" in seen["acceptance"]
     assert "exact 3 1 (33%)" in seen["acceptance"], seen["acceptance"]
+    # and by language and scope kind: the five suggestions were all in Python methods
+    by = seen["by"]
+    assert "language shown accepted accepted chars kept 30 s kept 120 s" in by["language"]
+    assert "python 5 1 (20%)" in by["language"], by["language"]
+    assert "scope kind shown accepted" in by["scope"]
+    assert "function_definition 5 1 (20%)" in by["scope"], by["scope"]
+    assert "exact 3 1 (33%)" in by["source"], by["source"]
     assert seen["hit"] == "60%"  # three exact hits of five requests
     assert seen["status"].startswith("live")
     assert seen["errors"] == []

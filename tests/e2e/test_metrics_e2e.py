@@ -121,7 +121,7 @@ async def test_metrics_endpoint_exposes_prometheus_families_and_stats_json(
     assert keystrokes[0] >= 1
 
     assert page.status_code == 200 and "<canvas" in page.text
-    assert "cdn" not in page.text.lower() and "src=\"http" not in page.text
+    assert "cdn" not in page.text.lower() and 'src="http' not in page.text
     assert missing.status_code == 404
     assert data["served"]["upstream"] == 2 and data["history"]
     assert {"hitRatio", "cache", "transport", "hints", "pool"} <= set(data)
@@ -213,3 +213,42 @@ async def test_a_second_window_on_a_taken_metrics_port_is_told_where_the_numbers
             assert f"http://127.0.0.1:{port}/" in message  # the other window's numbers
             assert "metricsPort" in message and "l2 in scopecache/stats" in message
         assert (await first.stats())["metricsUrl"].endswith(f":{port}")
+
+
+async def test_acceptance_is_scraped_by_source_language_and_scope_kind(
+    shared_reference_service: ReferenceService,
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    async with ServerProcess(options(shared_reference_service, port)) as server:
+        await wait_for_endpoint(base)
+        await drive_completions(server)
+        item = await server.inline(URI, 2, 15)
+        assert item is not None and item.command is not None and item.command.arguments
+        assert isinstance(item.insert_text, str)
+        server.insert(URI, 2, 15, item.insert_text)
+        assert await server.accepted(item.command.arguments[0]) == {"known": True}
+        acceptance = (await server.stats())["acceptance"]
+        async with httpx.AsyncClient(base_url=base) as client:
+            metrics = await client.get("/metrics")
+    families = {f.name: f for f in text_string_to_metric_families(metrics.text)}
+
+    def totals(name: str, label: str) -> dict[str, float]:
+        return {
+            s.labels[label]: s.value for s in families[name].samples if s.name.endswith("_total")
+        }
+
+    # the same numbers as scopecache/stats, broken down three ways
+    for suffix, label, key in (
+        ("", "source", "bySource"),
+        ("_by_language", "language", "byLanguage"),
+        ("_by_scope", "scope", "byScope"),
+    ):
+        shown = totals(f"scopecache_suggestions_shown{suffix}", label)
+        accepted = totals(f"scopecache_suggestions_accepted{suffix}", label)
+        assert shown == {k: v["shown"] for k, v in acceptance[key].items()}, label
+        assert accepted == {k: v["accepted"] for k, v in acceptance[key].items()}, label
+    assert totals("scopecache_suggestions_accepted_by_language", "language") == {"python": 1}
+    assert sum(totals("scopecache_accepted_chars_by_scope", "scope").values()) == len(
+        item.insert_text
+    )
