@@ -11,7 +11,10 @@ The policy the HTTP backend applies with these pieces:
   with ``CircuitOpenError`` instead of asking again;
 * ``breaker_threshold`` consecutive failures open the breaker for a
   cool-down that doubles (with jitter) on every failed half-open probe;
-  after the cool-down one probe is let through; a success closes it.
+  after the cool-down one probe is let through; a success closes it. A
+  probe refused at connect (nothing listens) costs the service nothing:
+  there the cool-down stays at its base, so a restarted server is used
+  again within one cool-down.
 """
 
 from __future__ import annotations
@@ -142,7 +145,11 @@ class CircuitBreaker:
         if isinstance(exc, errors.RateLimited) and retry_after:
             self.hold(retry_after, f"HTTP {exc.status}, asked to wait")
         elif probing or self._failures >= self.threshold:
-            self._open(self._backoff.delay(self._trips), getattr(exc, "kind", "error"))
+            # A refused connection (nothing listens: a local server stopped or
+            # restarting) is free to probe again: the cool-down does not grow,
+            # so a server that comes back is used within one cool-down.
+            trips = 0 if isinstance(exc, errors.ConnectError) else self._trips
+            self._open(self._backoff.delay(trips), getattr(exc, "kind", "error"))
             self._trips += 1
 
     def record_abandoned(self) -> None:

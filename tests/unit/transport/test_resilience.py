@@ -85,12 +85,27 @@ def test_failed_probe_reopens_with_a_longer_cooldown() -> None:
     for _ in range(3):
         fail(b)
     clock.now += 5.0
-    fail(b)  # the probe fails
+    fail(b, errors.UpstreamTimeout("read timed out"))  # the probe fails
     assert b.state == "open"
     clock.now += 5.0
     assert b.state == "open"  # cooldown doubled
     clock.now += 5.0
     assert b.state == "half-open"
+
+
+def test_a_probe_refused_at_connect_keeps_the_base_cooldown() -> None:
+    # nothing listens (a local server restarting): probing again costs it nothing
+    clock = FakeClock()
+    b = breaker(clock)
+    for _ in range(3):
+        fail(b)
+    for _ in range(4):
+        clock.now += 5.0
+        assert b.state == "half-open"
+        fail(b)  # the probe is refused
+        assert b.state == "open"
+    clock.now += 5.0
+    assert b.state == "half-open"  # a restarted server is asked again after one cooldown
 
 
 def test_rate_limit_holds_requests_until_retry_after_has_passed() -> None:
