@@ -185,6 +185,10 @@ class CompletionSettings:
     #: a token the model gave less than this probability ends what is shown of a
     #: suggestion (a suggestion that starts with one is not shown); 0 shows all
     min_probability: float = 0.3
+    #: where the model is sure, let a one-line answer run on past its line
+    #: (within ``maxGenerationMs``) and keep the lines after it in the cache,
+    #: so typing on through them is served from memory (needs ``confidence``)
+    run_on: bool = True
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""

@@ -15,7 +15,17 @@ in the same places:
   not a closing bracket), and before a line that repeats the next line after
   the cursor (the model has caught up with the text that is already there);
 * once the first line is complete, a block stops growing after
-  ``completion.maxGenerationMs`` of generation (cut at the last line end).
+  ``completion.maxGenerationMs`` of generation (cut at the last line end);
+* where the service reports token probabilities (``bar`` above 0), a block
+  ends before its first line past the first with a token below the bar: that
+  line would not be shown (``completion.gate``), so it is not generated;
+* a one-line place may *run on* (``run_on``: the service reports
+  probabilities, ``completion.runOn``): its answer goes on past the first
+  line while the model is sure, within the same line and time limits,
+  through lines at the cursor line's indentation or deeper, and ends before
+  the first line with an unsure token (or one the service did not score).
+  Only the first line is shown there; the lines after it go to the cache,
+  so typing on through them is served from memory.
 
 A cut at a natural boundary is the model's answer; a cut by time or length
 is marked truncated, so the cache never takes it for "the model ended here".
@@ -65,10 +75,21 @@ class AnswerBounds:
     next_line: str = ""
     #: generation time allowed once the first line is complete (0: no limit)
     max_generation_s: float = 0.0
+    #: past the first line, a line with a token less probable than this ends the answer
+    bar: float = 0.0
+    #: a one-line place whose answer runs on past its first line while the model is sure
+    run_on: bool = False
 
     @classmethod
     def for_cursor(
-        cls, *, multiline: bool, line_prefix: str, suffix: str, max_generation_ms: float
+        cls,
+        *,
+        multiline: bool,
+        line_prefix: str,
+        suffix: str,
+        max_generation_ms: float,
+        bar: float = 0.0,
+        run_on: bool = False,
     ) -> AnswerBounds:
         """The bounds at a cursor with ``line_prefix`` before it and ``suffix`` after it."""
         next_line = ""
@@ -81,17 +102,22 @@ class AnswerBounds:
             indent=indent_width(line_prefix),
             next_line=next_line,
             max_generation_s=max(0.0, max_generation_ms) / 1000.0,
+            bar=bar if multiline or run_on else 0.0,
+            run_on=run_on and not multiline and bar > 0.0,
         )
 
-    def cut(self, text: str, generating_for: float) -> Cut | None:
+    def cut(self, text: str, generating_for: float, first_doubt: int | None = None) -> Cut | None:
         """Where ``text`` (the answer so far) ends, or None to read on.
 
-        ``generating_for`` is the time since the first chunk, in seconds.
+        ``generating_for`` is the time since the first chunk, in seconds;
+        ``first_doubt`` where the first token below ``bar`` starts (None: none yet).
         """
         first_end = text.find("\n")
         if first_end < 0:
             return None
-        if not self.multiline:
+        if not self.multiline and (
+            not self.run_on or (first_doubt is not None and first_doubt <= first_end)
+        ):
             return Cut(first_end, truncated=False)
         lines = text.split("\n")
         complete = lines[:-1]  # the last element is still being written
@@ -102,10 +128,14 @@ class AnswerBounds:
                 return Cut(kept - 1, truncated=True)
             if index > 0 and self._ends_before(line):
                 return Cut(max(0, kept - 1), truncated=False)
+            if index > 0 and first_doubt is not None and first_doubt < kept + len(line) + 1:
+                return Cut(kept - 1, truncated=True)  # the model is unsure of this line
             kept += len(line) + 1
             written = written or bool(line.strip())
             if index > 0 and self._ends_after(line):
                 return Cut(kept - 1, truncated=False)
+        if first_doubt is not None and first_doubt >= kept > first_end:
+            return Cut(kept - 1, truncated=True)  # unsure of the line being written
         if written and self.max_generation_s and generating_for >= self.max_generation_s:
             return Cut(kept - 1, truncated=True)
         return None
@@ -118,6 +148,8 @@ class AnswerBounds:
         if self.next_line and stripped == self.next_line:
             return True
         width = indent_width(line)
+        if self.run_on:
+            return width < self.indent  # siblings at the cursor line's indentation go on
         return width < self.indent or (width == self.indent and not _closes_block(stripped))
 
     def _ends_after(self, line: str) -> bool:

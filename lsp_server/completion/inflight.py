@@ -69,6 +69,8 @@ class InflightStream:
     first_line: asyncio.Future[str] | None = field(default=None, repr=False)
     #: (offset in ``text``, probability) of each chunk the service scored
     scores: list[tuple[int, float]] = field(default_factory=list, repr=False)
+    #: where the first chunk below the bounds' bar (or not scored) starts (None: none)
+    first_doubt: int | None = None
     _grace: asyncio.TimerHandle | None = field(default=None, repr=False)
 
     def confidence(self) -> Confidence | None:
@@ -193,9 +195,15 @@ class InflightRegistry:
                 probability = chunk_probability(chunk)
                 if probability is not None:
                     stream.scores.append((len(stream.text), probability))
+                bar = stream.bounds.bar if stream.bounds is not None else 0.0
+                if bar and chunk and stream.first_doubt is None and (
+                    bool(stream.scores) if probability is None else probability < bar
+                ):
+                    # unsure, or not scored by a service that scores the rest
+                    stream.first_doubt = len(stream.text)
                 stream.text += chunk
                 if stream.bounds is not None:
-                    cut = stream.bounds.cut(stream.text, clock() - first_at)
+                    cut = stream.bounds.cut(stream.text, clock() - first_at, stream.first_doubt)
                     if cut is not None:
                         stream.text = stream.text[: cut.length]
                         stream.truncated = stream.truncated or cut.truncated

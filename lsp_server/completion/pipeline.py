@@ -61,7 +61,7 @@ from lsp_server.completion.gate import (
     line_above_of,
     next_line_of,
 )
-from lsp_server.completion.inflight import InflightRegistry
+from lsp_server.completion.inflight import InflightRegistry, InflightStream
 from lsp_server.completion.mid_line import position_allowed, suggestion_allowed
 from lsp_server.completion.notify import UserNotifier
 from lsp_server.completion.pending import Pending
@@ -368,6 +368,14 @@ class CompletionPipeline:
             return attached
         return await self._upstream(uri, key, anchor, ctx, request.line_done)
 
+    def _first_line(self, stream: InflightStream) -> bool:
+        """Whether to answer at ``stream``'s first line rather than at its end.
+
+        On a slow service, always; an answer that runs on past its line
+        (``AnswerBounds.run_on``) never holds up the line it was asked for.
+        """
+        return self.throttle.slow or (stream.bounds is not None and stream.bounds.run_on)
+
     def idle_local_server(self) -> bool:
         """Whether the service is a local server with none of our streams at it.
 
@@ -401,7 +409,7 @@ class CompletionPipeline:
         stream = self.inflight.find(anchor, ctx.line_prefix)
         if stream is None:
             return None
-        text = await self.upstream.wait(stream, first_line=self.throttle.slow)
+        text = await self.upstream.wait(stream, first_line=self._first_line(stream))
         typed = stream.typed_since(ctx.line_prefix) or ""
         if text is None or len(text) <= len(typed) or not text.startswith(typed):
             return None
@@ -436,7 +444,7 @@ class CompletionPipeline:
         line_done: Callable[[], None] | None = None,
     ) -> Suggestion | None:
         stream = self.upstream.start(uri, key, anchor, ctx)
-        text = await self.upstream.wait(stream, first_line=self.throttle.slow)
+        text = await self.upstream.wait(stream, first_line=self._first_line(stream))
         if text == "" and line_done is not None and ctx.line_prefix.strip():
             if not ctx.line_suffix.strip():
                 line_done()

@@ -246,6 +246,8 @@ class UpstreamStreams:
         self.completion = completion
         self.answers = AnswerStore(host)
         self._ids = itertools.count(1)
+        #: the service has scored an answer's tokens: the bounds may use its confidence
+        self.scored = False
         #: documents whose speculative prefetch waits for the stream at the service to end
         self._waiting_to_speculate: set[str] = set()
         self._speculations: set[asyncio.Task[None]] = set()
@@ -276,6 +278,7 @@ class UpstreamStreams:
 
         def on_complete(stream: InflightStream) -> None:
             times.full_answer()
+            self.scored = self.scored or bool(stream.scores)
             self.answers.keep_finished(stream, place)
 
         stream = host.inflight.start(
@@ -364,12 +367,18 @@ class UpstreamStreams:
         """What is sent for ``ctx``, and the bounds its answer is streamed under."""
         host = self._host
         context = host.prompt_context(uri) if host.prompt_context is not None else PromptContext()
-        multiline = self.completion.multiline and ctx.block_opener
+        completion = self.completion
+        multiline = completion.multiline and ctx.block_opener
+        # Confidence bounds only once the service has shown it scores tokens:
+        # one that does not is asked as before.
+        sure = completion.confidence and self.scored
         bounds = AnswerBounds.for_cursor(
             multiline=multiline,
             line_prefix=ctx.line_prefix,
             suffix=ctx.suffix,
-            max_generation_ms=self.completion.max_generation_ms,
+            max_generation_ms=completion.max_generation_ms,
+            bar=completion.min_probability if sure else 0.0,
+            run_on=sure and completion.run_on and not ctx.line_suffix.strip(),
         )
         request = CompletionRequest(
             prefix=ctx.prompt_prefix,
@@ -378,7 +387,7 @@ class UpstreamStreams:
             max_tokens=self.completion.max_tokens,
             temperature=self.completion.temperature,
             stop=tuple(self.completion.stop),
-            multiline=multiline,
+            multiline=multiline or bounds.run_on,
             max_time_ms=self.completion.max_generation_ms,
             indent=bounds.indent,
             request_id=f"r{next(self._ids)}",

@@ -17,6 +17,7 @@ from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, syntax_context
 from lsp_server.observe.stats import ServerStats
 from lsp_server.settings import CompletionSettings
+from tests.support.conditions import until
 from transport.backend import CompletionBackend, CompletionRequest, ScoredText
 
 URI = "file:///p/app.py"
@@ -110,3 +111,49 @@ async def test_the_bar_comes_from_the_show_bar_seam_per_language_scope_and_sourc
     assert await shown(pipe) == "scale("  # from memory, under a higher bar
     assert asked == [("python", "function_definition", "upstream"),
                      ("python", "function_definition", "exact")]
+
+
+class LinesBackend(CompletionBackend):
+    """Answers each request with the next scored answer, one token per chunk."""
+
+    def __init__(self, answers: list[list[tuple[str, float]]]) -> None:
+        self.answers = answers
+        self.calls: list[CompletionRequest] = []
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
+        tokens = self.answers[min(len(self.calls), len(self.answers) - 1)]
+        self.calls.append(request)
+        for text, probability in tokens:
+            yield ScoredText(text, probability)
+
+
+BODY = "def scaled(values, factor):\n"
+
+
+async def test_a_sure_answer_runs_on_and_its_next_line_is_served_from_memory() -> None:
+    first = [("factor", 0.9), (" * 2", 0.9), ("\n", 0.9)]
+    sure_lines = [("[]", 0.9), ("\n", 0.99), ("    ", 0.99), ("for", 0.9), (" v", 0.8),
+                  (" in", 0.99), (" values", 0.9), (":", 0.99), ("\n", 0.9), ("    ", 0.9),
+                  ("zzz", 0.05), ("\n", 0.9)]
+    backend = LinesBackend([first, sure_lines])
+    pipe = pipeline(backend, min_probability=0.3)
+    # the first answer teaches that the service scores its tokens: asked for one line
+    ctx = context(BODY + "    double = ")
+    answer = await pipe.complete(URI, ctx, still_current=lambda: True)
+    assert answer is not None and answer.text == "factor * 2"
+    assert not backend.calls[0].multiline
+    # the next miss runs on past its line, and stops before the unsure one
+    answer = await pipe.complete(URI, context(BODY + "    out = "), still_current=lambda: True)
+    assert backend.calls[1].multiline
+    assert answer is not None and answer.text.split("\n")[0] == "[]"
+
+    async def finished() -> bool:
+        return not pipe.inflight.at_service()
+
+    await until(finished, "the run-on stream ends")
+    # the user writes the line and presses Enter: the next line is in memory
+    follow = await pipe.complete(
+        URI, context(BODY + "    out = []\n    "), still_current=lambda: True
+    )
+    assert follow is not None and (follow.text, follow.source) == ("for v in values:", "typed")
+    assert len(backend.calls) == 2
