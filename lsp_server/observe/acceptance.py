@@ -46,7 +46,7 @@ import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from lsp_server.observe.retained import (
     FollowedText,
@@ -65,8 +65,9 @@ from lsp_server.observe.stats import percentile
 logger = logging.getLogger(__name__)
 
 #: accepts followed at once; past it the oldest is counted early. Each costs
-#: about half a microsecond on an edit that moves it (a line break above it):
-#: 64 keep that under 50 us, and are one accept every two seconds for the
+#: about a microsecond on an edit that moves it (a line break above it) and a
+#: third of that on one that does not: 64 keep an edit under about 80 us on
+#: a loaded two-core machine, and are one accept every two seconds for the
 #: whole long window
 PENDING_KEPT = 64
 #: shown suggestions remembered for their accepts
@@ -181,8 +182,7 @@ class _Shown:
     accepted: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class _Edit:
+class _Edit(NamedTuple):
     """One edit as it came: ``[start, end)`` replaced by ``text``; ``seq`` counts them."""
 
     seq: int
@@ -227,6 +227,23 @@ class _Verdict:
     until: float = 0.0
     muted: bool = False
     probes: int = 0
+
+
+def _listed(lists: dict[str, list[_Pending]], uri: str) -> list[_Pending]:
+    """The list of ``uri`` in ``lists``, made when missing."""
+    listed = lists.get(uri)
+    if listed is None:
+        listed = lists[uri] = []
+    return listed
+
+
+def _unlisted(lists: dict[str, list[_Pending]], pending: _Pending) -> None:
+    """``pending`` taken out of its document's list in ``lists`` (dropped when empty)."""
+    listed = lists.get(pending.uri)
+    if listed is not None and pending in listed:
+        listed.remove(pending)
+        if not listed:
+            del lists[pending.uri]
 
 
 def _chars_in(text: str, count: int, units: Units) -> int:
@@ -284,6 +301,8 @@ class AcceptanceLedger:
         self._shown: OrderedDict[str, _Shown] = OrderedDict()
         self._pending: OrderedDict[int, _Pending] = OrderedDict()
         self._by_uri: dict[str, list[_Pending]] = {}
+        #: accepts reported before their edit, per document, until it comes
+        self._awaiting: dict[str, list[_Pending]] = {}
         self._due: list[tuple[float, int, _Pending]] = []
         self._seq = itertools.count(1)
         self._recent: dict[str, deque[_Record]] = {}
@@ -461,34 +480,36 @@ class AcceptanceLedger:
         )
         pending.awaited = awaited
         self._pending[pending.seq] = pending
-        self._by_uri.setdefault(uri, []).append(pending)
+        _listed(self._awaiting if awaited is not None else self._by_uri, uri).append(pending)
         heapq.heappush(self._due, (now + short, pending.seq, pending))
 
     # -- what happens to the documents ---------------------------------------------------
 
     def watching(self, uri: str) -> bool:
-        """Whether accepted text of ``uri`` is being followed."""
-        return uri in self._by_uri
+        """Whether accepted text of ``uri`` is being followed (or waits for its edit)."""
+        return uri in self._by_uri or uri in self._awaiting
 
     def expecting(self, uri: str) -> bool:
         """Whether the edits of ``uri`` matter: accepted text followed, or suggestions shown."""
-        return uri in self._by_uri or uri in self._shown_in
+        return uri in self._by_uri or uri in self._shown_in or uri in self._awaiting
 
     def edit(self, uri: str, start: Point, end: Point, text: str) -> None:
         """``[start, end)`` of ``uri`` was replaced by ``text``."""
         if uri in self._shown_in:
             self._last_edit[uri] = _Edit(next(self._edit_seq), start, end, text)
         followed = self._by_uri.get(uri)
-        if not followed:
+        waiting = self._awaiting.get(uri)
+        if not followed and not waiting:
             return
         reach = extent(text, self.units)
-        for pending in followed:
-            if pending.awaited is not None:
-                self._await(pending, start, end, text, reach)
-            elif pending.where.edit(start, end, reach, len(text)):
+        size = len(text)
+        for pending in followed or ():
+            if pending.where.edit(start, end, reach, size):
                 # the whole of it replaced: compared by content, not adopted
                 near = pending.where.start[0] - start[0]
                 pending.where.found(start, text, locate(pending.text, text, near), self.units)
+        for pending in list(waiting or ()):  # after: one that finds its edit here is placed
+            self._await(pending, start, end, text, reach)
 
     def _await(
         self, pending: _Pending, start: Point, end: Point, text: str, reach: tuple[int, int]
@@ -513,8 +534,7 @@ class AcceptanceLedger:
             advance(origin, extent(awaited.text[: awaited.upto], units)),
         )
         pending.text = awaited.text[begin : awaited.upto]
-        pending.awaited = None
-        self._group(pending.attribution).accepted_chars += len(pending.text)
+        self._followed_now(pending)
 
     def _give_up(self, pending: _Pending) -> None:
         """``pending``'s edit never came: follow it from where the suggestion put it."""
@@ -523,7 +543,13 @@ class AcceptanceLedger:
         origin = pending.where.start
         start = advance(origin, extent(awaited.text[: awaited.before], self.units))
         pending.where = FollowedText.at(start, advance(start, extent(pending.text, self.units)))
+        self._followed_now(pending)
+
+    def _followed_now(self, pending: _Pending) -> None:
+        """``pending`` no longer waits: its characters count as accepted, its edits are followed."""
+        _unlisted(self._awaiting, pending)
         pending.awaited = None
+        _listed(self._by_uri, pending.uri).append(pending)
         self._group(pending.attribution).accepted_chars += len(pending.text)
 
     def replaced(self, uri: str, before: str, after: str) -> None:
@@ -537,7 +563,7 @@ class AcceptanceLedger:
 
     def closed(self, uri: str) -> None:
         """``uri`` is about to close: its accepted text is counted now, for every window."""
-        for pending in list(self._by_uri.get(uri, ())):
+        for pending in [*self._by_uri.get(uri, ()), *self._awaiting.get(uri, ())]:
             self._finish(pending)
 
     # -- counting -------------------------------------------------------------------------
@@ -599,11 +625,7 @@ class AcceptanceLedger:
 
     def _drop(self, pending: _Pending) -> None:
         self._pending.pop(pending.seq, None)
-        followed = self._by_uri.get(pending.uri)
-        if followed is not None:
-            followed.remove(pending)
-            if not followed:
-                del self._by_uri[pending.uri]
+        _unlisted(self._awaiting if pending.awaited is not None else self._by_uri, pending)
 
     # -- using it -------------------------------------------------------------------------
 

@@ -167,12 +167,19 @@ class FollowedText:
         if start >= last.end:
             return False  # after it, or an insertion at its end
         first = pieces[0]
-        if end <= first.start and end[0] < first.start[0] and start[0] == end[0]:
-            if reach[0] == 0:
+        if end <= first.start:  # before it, or an insertion at its start: it moves
+            if end[0] < first.start[0] and start[0] == end[0] and reach[0] == 0:
                 return False  # within one earlier line, no line break: nothing here moves
-        elif start <= first.start and end >= last.end and first.start < last.end:
+            for piece in pieces:
+                piece.start = _moved(piece.start, start, end, reach)
+                piece.end = _moved(piece.end, start, end, reach)
+            return False
+        if start <= first.start and end >= last.end and first.start < last.end:
             return True
-        hit = [i for i, piece in enumerate(pieces) if start < piece.end and end > piece.start]
+        if len(pieces) == 1:
+            hit = [0] if start < first.end and end > first.start else []
+        else:
+            hit = [i for i, piece in enumerate(pieces) if start < piece.end and end > piece.start]
         if len(hit) > 1:  # over several pieces: what lies between them is taken in
             merged = AcceptedRange(pieces[hit[0]].start, pieces[hit[-1]].end)
             pieces[hit[0] : hit[-1] + 1] = [merged]
