@@ -7,7 +7,9 @@ header. ``session_acceptance`` runs the server's own ``AcceptanceLedger``
 over those events in trace time: the accepted text is followed through the
 recorded changes and counted when each window has passed (by the session's
 end), so ``scopecache replay`` and ``scopecache simulate`` report the same
-``acceptance`` object the live server did. A trace recorded without
+``acceptance`` object the live server did: events are replayed in the order
+they were recorded, which is the order the server received them, so an
+accept recorded before its edit waits for that edit here as it did there. A trace recorded without
 ``recordText`` holds masked texts (letters and digits as ``x``): deletions
 count the same, but a letter changed into another one goes unseen, so its
 retained counts can only be higher than the live ones.
