@@ -113,6 +113,14 @@ def _request_families(
         "scopecache_stale_rejections", "Suggestions withheld because the buffer moved.",
         value=stats.get("rejectedStale", 0),
     )  # fmt: skip
+    held = CounterMetricFamily(
+        "scopecache_held_back_suggestions",
+        "Suggestions found but not shown, by reason (unsure, lowKept, repeat, whitespace).",
+        labels=["reason"],
+    )  # fmt: skip
+    for reason, count in sorted(stats.get("heldBack", {}).items()):
+        held.add_metric([reason], count)
+    yield held
     yield CounterMetricFamily(
         "scopecache_accepted", "Suggestions the user accepted.", value=stats.get("accepted", 0)
     )

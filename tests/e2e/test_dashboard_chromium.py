@@ -95,6 +95,7 @@ def browse(
             "painted": {c: driver.execute_script(PAINTED, c) for c in CHARTS},
             "settings": driver.find_element("id", "settings").text,
             "acceptance": driver.find_element("id", "acceptance").text,
+            "heldBack": driver.find_element("id", "held-back").text,
             "hit": driver.find_element("id", "kpi-hit").text,
             "status": driver.find_element("id", "status").text,
             "ticks": {
@@ -146,6 +147,8 @@ async def test_dashboard_renders_live_charts_in_headless_chromium(
     assert "scope kind shown accepted" in by["scope"]
     assert "function_definition 5 1 (20%)" in by["scope"], by["scope"]
     assert "exact 3 1 (33%)" in by["source"], by["source"]
+    # what was held back, by reason: nothing in this session
+    assert "reason suggestions" in seen["heldBack"] and "unsure 0" in seen["heldBack"]
     assert seen["hit"] == "60%"  # three exact hits of five requests
     assert seen["status"].startswith("live")
     assert seen["errors"] == []
