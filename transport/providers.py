@@ -509,6 +509,9 @@ class LlamaCppProvider(Provider):
     #: the characters per token the server's answers show replace the measured
     #: ones only when this much lower: each change moves where the prompt is cut
     RATE_STEP = 0.1
+    #: a prompt this many tokens' worth of characters longer than the one before
+    #: and read as exactly as many tokens was cut (``_read_as_before``)
+    GROWTH_TOKENS = 4
 
     def __init__(self, options: EndpointOptions, profile: ServiceProfile | None = None) -> None:
         super().__init__(options, profile)
@@ -519,6 +522,8 @@ class LlamaCppProvider(Provider):
         #: characters per token of the prompts sent, as the server counted them
         #: (0: none seen yet below the measured rate)
         self.observed_chars_per_token = 0.0
+        #: (characters, tokens read) of the last prompt without other files' chunks
+        self._last_read: tuple[int, int] | None = None
         #: which slot each document's requests go to (``completion.slotPinning``)
         self.slot_plan = SlotPlan(
             profile.slots if options.slot_pinning and profile is not None else 0
@@ -553,7 +558,8 @@ class LlamaCppProvider(Provider):
         if usage.prompt <= 0 or expected < 64:
             return
         self._note_rate(body, usage.prompt)
-        if usage.prompt >= expected * self.CUT_RATIO:
+        as_before = self._read_as_before(body, usage.prompt)
+        if usage.prompt >= expected * self.CUT_RATIO and not as_before:
             return
         self.prompts_cut += 1
         learned = max(16, usage.prompt - 8)
@@ -565,6 +571,25 @@ class LlamaCppProvider(Provider):
             "batch size; prompts are now kept within %d tokens (start llama-server with a "
             "larger -b, or set completion.maxPromptTokens)",
             self.options.origin, usage.prompt, int(expected), learned)
+
+    def _read_as_before(self, body: dict[str, Any], read: int) -> bool:
+        """Whether the server read exactly as many tokens as of the last, clearly shorter prompt.
+
+        The share of tokens read tells a cut only when the prompt is far
+        longer than what the server keeps; one sized for a larger batch
+        (``maxPromptTokens`` 1024 against ``-b 512``) is read as more than
+        ``CUT_RATIO`` of it. But ``/infill`` keeps a fixed number of prefix
+        tokens: while the user types, the prompt grows and the count stays,
+        and every request starts one token later and is evaluated whole.
+        """
+        if body.get("input_extra"):
+            return False  # other files' chunks count against another budget
+        chars = _prompt_chars(body)
+        last, self._last_read = self._last_read, (chars, read)
+        if last is None:
+            return False
+        grown = chars - last[0]
+        return read == last[1] and grown >= self.GROWTH_TOKENS * self.chars_per_token()
 
     def _note_rate(self, body: dict[str, Any], read: int) -> None:
         """Learn the characters per token of what was sent from the tokens the server read.

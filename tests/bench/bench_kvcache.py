@@ -169,12 +169,17 @@ def editing_session(quick: bool, long: bool = False) -> Trace:
     return sized_session(120, 2, 1) if quick else sized_session(120, 6, 1)
 
 
-def sized_session(head_count: int, typed_count: int, returns: int) -> Trace:
+def sized_session(
+    head_count: int, typed_count: int, returns: int, files: tuple[str, ...] = FILES
+) -> Trace:
     """Each file opens with ``head_count`` lines, gets ``typed_count`` more typed at
-    its end, then a line added in ``returns`` of its earlier functions."""
+    its end, then a line added in ``returns`` of its earlier functions.
+
+    ``files`` are standard-library modules; other ones than ``FILES`` make a
+    session the budgets were not tuned on."""
     heads: dict[str, list[str]] = {}
     typed: dict[str, str] = {}
-    for name in FILES:
+    for name in files:
         lines = (STDLIB / name).read_text(encoding="utf-8").split("\n")
         uri = f"file:///bench/kv/{name}"
         heads[uri] = lines[:head_count]
