@@ -57,6 +57,7 @@ from lsp_server.completion.gate import (
     BarSource,
     ShowBar,
     Surroundings,
+    Verdict,
     gate,
     line_above_of,
     next_line_of,
@@ -101,6 +102,10 @@ class Suggestion(NamedTuple):
     from_l2: bool = False
     #: how sure the model was of ``text`` (None: the service did not say)
     confidence: Confidence | None = None
+
+
+#: (uri, context, the answer as found, the text around the cursor, what the gate made of it)
+AnswerWatcher = Callable[[str, SyntaxContext, Suggestion, Surroundings, Verdict], None]
 
 
 def scope_kind_of(ctx: SyntaxContext) -> str:
@@ -187,6 +192,7 @@ class CompletionPipeline:
         prompt_context: Callable[[str], PromptContext] | None = None,
         source_muted: Callable[[str], bool] | None = None,
         show_bar: BarSource | None = None,
+        on_answer: AnswerWatcher | None = None,
     ) -> None:
         self.store = store
         self.backend = backend
@@ -204,6 +210,8 @@ class CompletionPipeline:
         #: the bar a suggestion must pass, by language, scope kind and source
         #: (None: ``completion.minProbability`` everywhere)
         self.show_bar = show_bar
+        #: told every answer the gate judged (a trace recorder keeps them to score bars on)
+        self.on_answer = on_answer
         self.upstream = UpstreamStreams(self, notifier=notifier, completion=completion)
         self.turns = DocumentTurns(
             inflight, needed=lambda: inflight.cost().queues_requests or throttle.slow
@@ -305,7 +313,7 @@ class CompletionPipeline:
             self.stats.held_back[LOW_KEPT] += 1
             suggestion = None
         if suggestion is not None:
-            text = self._shown(suggestion, request.ctx)
+            text = self._shown(suggestion, request)
             if text:
                 self.stats.record_served(suggestion.source, latency_ms)
                 if suggestion.shared_speculative:
@@ -331,8 +339,9 @@ class CompletionPipeline:
             max_lines=MAX_SUGGESTION_LINES,
         )
 
-    def _shown(self, suggestion: Suggestion, ctx: SyntaxContext) -> str:
-        """What of ``suggestion`` goes out at ``ctx`` ("" if nothing; counted why)."""
+    def _shown(self, suggestion: Suggestion, request: _Request) -> str:
+        """What of ``suggestion`` goes out at the request's cursor ("" if nothing; counted why)."""
+        ctx = request.ctx
         around = Surroundings(
             ctx.line_prefix, ctx.line_suffix, next_line_of(ctx.suffix),
             line_above_of(ctx.line_context),
@@ -341,6 +350,8 @@ class CompletionPipeline:
         verdict = gate(suggestion.text, suggestion.confidence, bar, around)
         if verdict.held_back is not None:
             self.stats.held_back[verdict.held_back] += 1
+        if self.on_answer is not None:
+            self.on_answer(request.uri, ctx, suggestion, around, verdict)
         return verdict.text
 
     async def _lookup_beyond_l1(self, request: _Request) -> Suggestion | None:

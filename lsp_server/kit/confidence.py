@@ -18,10 +18,19 @@ The useful rule is the typing benchmark's (``tests.support.typing_session``).
 Records are JSON Lines, one object per answer: ``answer``, ``doubts``
 (``[[offset, probability], ...]``), ``expect``, and optionally
 ``linePrefix``, ``lineSuffix``, ``nextLine``, ``lineAbove``. The measurement
-on the real model writes them (``tests.bench.confidence_threshold``); so can
-anything that pairs answers with what was written next.
+on the real model writes them (``tests.bench.confidence_threshold``).
+
+A session recorded by ``serve --record-trace`` has its judged answers in
+the side record ``TRACE.answers.jsonl`` (``lsp_server.server.recorder``);
+``answers_from_trace`` pairs each with what the developer wrote on its line,
+read from the trace: the line from the answer's cursor on, as it stood when
+the developer left it (a change elsewhere or a new line, a request on
+another line, the document closed), or nothing if what was before the
+cursor had changed by then. Answers the service gave no probabilities for
+are left out (no bar applies to them).
 
     python -m lsp_server.kit.confidence ANSWERS.jsonl [--bars 0,0.1,0.2,...] [--json]
+    python -m lsp_server.kit.confidence --trace TRACE.jsonl
 """
 
 from __future__ import annotations
@@ -36,6 +45,16 @@ from typing import Any
 
 from cache.entry import Confidence
 from lsp_server.completion.gate import ShowBar, Surroundings, gate
+from lsp_server.observe.trace.documents import TraceDocuments
+from lsp_server.observe.trace.format import (
+    ChangeEvent,
+    CloseEvent,
+    CompleteEvent,
+    Event,
+    Position,
+    ShownEvent,
+)
+from lsp_server.observe.trace.reader import iter_trace
 
 DEFAULT_BARS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
@@ -145,6 +164,77 @@ def read_answers(path: Path) -> list[ScoredAnswer]:
     return answers
 
 
+class _Open:
+    """A judged answer whose line the developer has not left yet."""
+
+    __slots__ = ("record", "uri", "position", "prefix")
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = record
+        self.uri = str(record["uri"])
+        where = record["position"]
+        self.position = Position(int(where["line"]), int(where["character"]))
+        self.prefix = str(record.get("linePrefix", ""))
+
+    def leaves(self, event: Event) -> bool:
+        """Whether ``event`` takes the developer off this answer's line."""
+        if isinstance(event, CloseEvent):
+            return event.uri == self.uri
+        if isinstance(event, CompleteEvent | ShownEvent):
+            return event.uri == self.uri and event.position.line != self.position.line
+        if isinstance(event, ChangeEvent) and event.uri == self.uri:
+            line = self.position.line
+            for change in event.changes:
+                if change.range is None or "\n" in change.text:
+                    return True
+                start, end = change.range
+                if start.line != line or end.line != line:
+                    return True
+        return False
+
+    def expect(self, docs: TraceDocuments) -> str:
+        """What was written on the line from the cursor on ("" if what was before it changed)."""
+        if self.uri not in docs or self.position.line >= docs.line_count(self.uri):
+            return ""
+        line = docs.line(self.uri, self.position.line)
+        try:
+            _, cursor = docs.index(self.uri, self.position)
+        except ValueError:
+            return ""
+        return line[cursor:] if line[:cursor] == self.prefix else ""
+
+
+def answers_from_trace(trace: Path, side: Path | None = None) -> list[ScoredAnswer]:
+    """The judged answers of a recorded session, each with what was then written on its line."""
+    side = side if side is not None else trace.with_name(trace.name + ".answers.jsonl")
+    records = [json.loads(line) for line in side.read_text(encoding="utf-8").splitlines() if line]
+    waiting = sorted(
+        (r for r in records if isinstance(r.get("doubts"), list)), key=lambda r: float(r["t"])
+    )
+    out: list[ScoredAnswer] = []
+    open_: list[_Open] = []
+    docs: TraceDocuments | None = None
+
+    def resolve(item: _Open, documents: TraceDocuments) -> None:
+        out.append(ScoredAnswer.from_json({**item.record, "expect": item.expect(documents)}))
+
+    _, events = iter_trace(trace)
+    for event, docs in events:
+        while waiting and float(waiting[0]["t"]) <= event.t:
+            open_.append(_Open(waiting.pop(0)))
+        still = []
+        for item in open_:
+            if item.leaves(event):
+                resolve(item, docs)
+            else:
+                still.append(item)
+        open_ = still
+    if docs is not None:
+        for item in open_ + [_Open(r) for r in waiting]:
+            resolve(item, docs)
+    return out
+
+
 def table(scores: Sequence[BarScore]) -> str:
     """A plain-text table of the scores, one row per bar."""
     rows = ["  bar  shown  useful  wrong  held  chars saved  precision"]
@@ -160,13 +250,20 @@ def table(scores: Sequence[BarScore]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m lsp_server.kit.confidence ANSWERS.jsonl``: score the bars."""
     parser = argparse.ArgumentParser(prog="python -m lsp_server.kit.confidence")
-    parser.add_argument("answers", type=Path)
+    parser.add_argument("answers", type=Path, nargs="?")
+    parser.add_argument("--trace", type=Path, help="a trace recorded by serve --record-trace")
     parser.add_argument("--bars", default=",".join(str(b) for b in DEFAULT_BARS))
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     try:
         bars = [float(b) for b in args.bars.split(",") if b.strip()]
-        scores = score_bars(read_answers(args.answers), bars)
+        if args.trace is not None:
+            answers = answers_from_trace(args.trace)
+        elif args.answers is not None:
+            answers = read_answers(args.answers)
+        else:
+            parser.error("give an answers file or --trace")
+        scores = score_bars(answers, bars)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

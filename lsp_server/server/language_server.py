@@ -20,9 +20,10 @@ from pygls.lsp.server import LanguageServer
 
 from cache.heat import ContextHeat
 from cache.store import CompletionStore
+from lsp_server.completion.gate import Surroundings, Verdict
 from lsp_server.completion.inflight import InflightRegistry
 from lsp_server.completion.notify import UserNotifier
-from lsp_server.completion.pipeline import CompletionPipeline, SharedTier
+from lsp_server.completion.pipeline import CompletionPipeline, SharedTier, Suggestion
 from lsp_server.completion.speculate import SpeculativePrefetcher
 from lsp_server.completion.throttle import MissThrottle
 from lsp_server.documents.cross_file import CrossFileContext, prompt_context
@@ -274,7 +275,16 @@ class ScopecacheServer(LanguageServer):
             metrics=self.metrics,
             prompt_context=lambda uri: prompt_context(self.cross_file, self.documents, uri),
             source_muted=self.accepts.ledger.muted,
+            on_answer=self._record_answer,
         )
+
+    def _record_answer(
+        self, uri: str, ctx: SyntaxContext, found: Suggestion, around: Surroundings,
+        verdict: Verdict,
+    ) -> None:  # fmt: skip
+        """Keep a judged answer in the trace's side record while recording."""
+        if self.recorder is not None:
+            self.recorder.answer(uri, ctx, found, around, verdict)
 
     def _workspace_root(self) -> str | None:
         try:

@@ -19,6 +19,13 @@ names, strings or comments.
 Events are buffered and written by a worker thread, never on the event
 loop; the header (which carries each file's final text) is written when the
 recording is finished, in front of the events.
+
+Beside the trace, a side record ``TRACE.answers.jsonl`` keeps every answer
+the gate judged (``completion/gate.py``), shown or held back: where, the
+answer as found, its doubtful tokens' probabilities, what was shown and why
+not. The trace format stays as it is; ``lsp_server.kit.confidence`` pairs
+the two to score another confidence bar on the same session. Texts in it are
+masked like the trace's unless ``recordText`` is on.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ from pathlib import Path
 
 from lsprotocol import types
 
+from lsp_server.completion.gate import Surroundings, Verdict
+from lsp_server.completion.pipeline import Suggestion
 from lsp_server.documents.exclude import is_excluded
 from lsp_server.documents.positions import PositionLike
 from lsp_server.documents.syntax import SyntaxContext
@@ -61,6 +70,8 @@ logger = logging.getLogger(__name__)
 
 #: events buffered before a background write
 FLUSH_EVERY = 256
+#: judged answers kept for the side record (a long session's first ones)
+MAX_ANSWERS = 100_000
 
 
 def mask(text: str) -> str:
@@ -103,6 +114,8 @@ class TraceRecorder:
         self._closed = False
         #: the acceptance windows in effect (seconds), written into the header's meta
         self.acceptance_windows: tuple[float, float] = (30.0, 120.0)
+        #: the side record of judged answers (``answers_path``), at most ``MAX_ANSWERS``
+        self._answers: list[dict[str, object]] = []
 
     def _t(self) -> float:
         now = self._clock()
@@ -178,6 +191,30 @@ class TraceRecorder:
         )
         self._add(event)
 
+    @property
+    def answers_path(self) -> Path:
+        """Where the side record of judged answers is written."""
+        return self.path.with_name(self.path.name + ".answers.jsonl")
+
+    def answer(
+        self, uri: str, ctx: SyntaxContext, found: Suggestion, around: Surroundings,
+        verdict: Verdict,
+    ) -> None:  # fmt: skip
+        """An answer the gate judged, shown or held back (the side record)."""
+        if self._skip(uri) or uri not in self._docs or len(self._answers) >= MAX_ANSWERS:
+            return
+        record: dict[str, object] = {
+            "t": round(self._t(), 4), "uri": uri,
+            "position": {"line": ctx.line, "character": ctx.character},
+            "source": found.source, "answer": self._text(found.text),
+            "doubts": found.confidence.to_list() if found.confidence is not None else None,
+            "shown": self._text(verdict.text), "heldBack": verdict.held_back,
+            "linePrefix": self._text(around.line_prefix),
+            "lineSuffix": self._text(around.line_suffix),
+            "nextLine": self._text(around.next_line), "lineAbove": self._text(around.line_above),
+        }  # fmt: skip
+        self._answers.append(record)
+
     def accept(self, uri: str, item: str, kind: str, length: int | None) -> None:
         """The editor accepted the suggestion ``item`` (``length`` None: all of it)."""
         if self._skip(uri) or uri not in self._docs:
@@ -231,5 +268,9 @@ class TraceRecorder:
             with open(self._events_file, encoding="utf-8") as events:
                 shutil.copyfileobj(events, out)
         self._events_file.unlink(missing_ok=True)
+        if self._answers:
+            with open(self.answers_path, "w", encoding="utf-8", newline="\n") as side:
+                for record in self._answers:
+                    side.write(json.dumps(record, ensure_ascii=False) + "\n")
         logger.info("recorded %d events to %s", self.recorded, self.path)
         return self.path

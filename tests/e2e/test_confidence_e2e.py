@@ -81,3 +81,27 @@ async def test_a_suggestion_whose_start_is_unsure_is_held_back_and_counted(
         assert await server.inline_text(URI, 1, 24) is None
         stats = await server.stats()
         assert stats["heldBack"] == {"unsure": 1, "lowKept": 0, "repeat": 0, "whitespace": 0}
+
+
+async def test_a_recorded_session_scores_other_bars_from_its_side_record(
+    parting: ReferenceService, tmp_path: Path
+) -> None:
+    from lsp_server.kit.confidence import answers_from_trace, score_bars
+
+    parting.reset()
+    trace = tmp_path / "session.jsonl"
+    settings = {**options(parting, minProbability=0.6), "recordTrace": str(trace),
+                "recordText": True}
+    async with ServerProcess(settings) as server:
+        server.open(URI, TEXT)
+        assert await server.inline_text(URI, 1, 12) == "scale(depth,"
+        # the developer writes the line as the second copy has it, and leaves it
+        server.insert(URI, 1, 12, "scale(depth, 3)")
+        server.insert(URI, 1, 27, "\n    ")
+        await server.inline(URI, 2, 4)
+    answers = answers_from_trace(trace)
+    assert answers[0].answer == "scale(depth, 2)" and answers[0].expect == "scale(depth, 3)"
+    low, high = score_bars(answers[:1], [0.4, 0.6])
+    # at 0.4 the whole guess shows and is wrong; at 0.6 the sure part shows and is right
+    assert (low.wrong, low.useful) == (1, 0)
+    assert (high.useful, high.chars_saved) == (1, len("scale(depth,"))
