@@ -36,6 +36,7 @@ from lsp_server.kit.simulate.untimed import (
     working_set,
 )
 from lsp_server.observe.trace.format import TraceError
+from transport.cost import LOCAL_SERVER, REMOTE_SERVICE
 
 
 def names(raw: str, known: Sequence[str], what: str) -> list[str]:
@@ -123,11 +124,14 @@ def _print_acceptance(out: Any, acceptance: dict[str, Any]) -> None:
         out.print(f"recorded {measure}: {value}")
 
 
+#: ``--service``: the cost model the timed designs are played against (``transport.cost``)
+SERVICE_COSTS = {"local": LOCAL_SERVER, "remote": REMOTE_SERVICE}
+
+
 def run_timed(args: argparse.Namespace) -> int:
     """``scopecache simulate --timed``: table, ``--json`` and ``--plot``."""
     from rich.console import Console
     from rich.progress import Progress
-
 
     err = Console(stderr=True)
     try:
@@ -137,6 +141,11 @@ def run_timed(args: argparse.Namespace) -> int:
         err.print(f"scopecache simulate: {exc}")
         return 2
     token_ms = float(getattr(args, "token_ms", DEFAULT_TOKEN_MS))
+    # the service's cost model: "local" (llama.cpp, Ollama) or "remote" (the default)
+    service = getattr(args, "service", None) or "remote"
+    if service not in SERVICE_COSTS:
+        err.print(f"scopecache simulate: unknown service {service!r} (local or remote)")
+        return 2
     ttfts = sorted({float(args.ttft_ms), *(PLOT_TTFTS if args.plot else ())})
     with Progress(console=err, transient=True) as progress:
         reading = progress.add_task("reading trace", total=None)
@@ -148,8 +157,9 @@ def run_timed(args: argparse.Namespace) -> int:
         progress.update(reading, visible=False)
         task = progress.add_task("simulating", total=len(designs) * len(ttfts))
         results = simulate_timed(
-            trace, designs, ttfts, token_ms=token_ms, on_run=lambda: progress.advance(task)
-        )
+            trace, designs, ttfts, token_ms=token_ms, on_run=lambda: progress.advance(task),
+            cost=SERVICE_COSTS[service],
+        )  # fmt: skip
     main = [r for r in results if r.ttft_ms == float(args.ttft_ms)]
     if args.plot:
         try:

@@ -26,6 +26,7 @@ from lsp_server.observe.trace.format import (
     TraceHeader,
 )
 from lsp_server.observe.trace.writer import write_trace
+from transport.cost import LOCAL_SERVER, REMOTE_SERVICE
 
 URI = "file:///w/m.py"
 LATENCY = LatencyModel(ttft=0.3, char_time=0.005)
@@ -145,7 +146,14 @@ def test_json_has_a_timed_object_per_design(
             "stale",
             "latencyMs",
         }
-        assert set(figures["upstream"]) == {"started", "completed", "cancelled", "speculative"}
+        assert set(figures["upstream"]) == {
+            "started",
+            "completed",
+            "cancelled",
+            "speculative",
+            "doomed",
+            "overlapping",
+        }
         assert set(figures["latencyMs"]) == {"p50", "p95"}
         assert 0.0 <= figures["instant"] <= figures["answeredBeforeNextKeystroke"] <= 1.0
 
@@ -162,3 +170,24 @@ def test_unknown_design_is_a_usage_error_naming_the_known_ones(
     err = capsys.readouterr().err
     assert "unknown design magic" in err
     assert "copilot" in err
+
+
+def test_on_a_local_server_ours_keeps_one_stream_per_document_at_the_service(
+    session: TimedTrace,
+) -> None:
+    # the server's turns: a miss or a prefetch waits for the document's stream to end
+    slow = LatencyModel(ttft=1.5, char_time=0.01)
+    local = run_design("ours", session, slow, cost=LOCAL_SERVER)
+    assert local.started > 0 and local.speculative > 0 and local.overlapping == 0
+
+
+def test_a_stream_left_before_its_first_token_is_doomed_on_a_local_server_only(
+    session: TimedTrace,
+) -> None:
+    slow = LatencyModel(ttft=1.5, char_time=0.01)
+    local = run_design("ours", session, slow, cost=LOCAL_SERVER)
+    remote = run_design("ours", session, slow, cost=REMOTE_SERVICE)
+    assert local.doomed > 0 and remote.doomed == 0
+    assert local.started == local.completed + local.cancelled  # a doomed one ends cancelled
+    assert remote.cancelled > 0
+

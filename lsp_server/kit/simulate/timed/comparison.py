@@ -43,6 +43,7 @@ from lsp_server.kit.simulate.timed.model import CLIENT_MODELS, LatencyModel, Tim
 from lsp_server.kit.simulate.timed.run import TimedRun
 from lsp_server.observe.trace.reader import read_header
 from lsp_server.settings import CompletionSettings, Settings
+from transport.cost import REMOTE_SERVICE, ServiceCost
 
 logger = logging.getLogger(__name__)
 
@@ -157,9 +158,14 @@ def make_cache(name: str, trace: TimedTrace, clock: Callable[[], float]) -> KeyD
 
 
 def run_design(
-    design: str, trace: TimedTrace, latency: LatencyModel, *, max_per_minute: int = 30
+    design: str,
+    trace: TimedTrace,
+    latency: LatencyModel,
+    *,
+    max_per_minute: int = 30,
+    cost: ServiceCost = REMOTE_SERVICE,
 ) -> TimedResult:
-    """Play one design over the trace at one latency model."""
+    """Play one design over the trace at one latency model, against a service of ``cost``."""
     from lsp_server.completion.pipeline import fit_to_line
 
     model = CLIENT_MODELS[design]
@@ -174,6 +180,7 @@ def run_design(
         throttle = MissThrottle(
             min_delay=t.min_delay_ms / 1000.0,
             max_delay=t.max_delay_ms / 1000.0,
+            max_pause=t.max_pause_ms / 1000.0,
             line_start_immediate=t.line_start_immediate,
             clock=clock,
         )
@@ -187,6 +194,7 @@ def run_design(
         prefetch=trace.prefetch if model.speculative else None,
         throttle=throttle,
         max_per_minute=max_per_minute,
+        cost=cost,
     )
     box.append(run)
     return run.run()
@@ -199,13 +207,14 @@ def simulate_timed(
     *,
     token_ms: float = DEFAULT_TOKEN_MS,
     on_run: Callable[[], None] | None = None,
+    cost: ServiceCost = REMOTE_SERVICE,
 ) -> list[TimedResult]:
-    """Every design at every time to first token."""
+    """Every design at every time to first token, against a service of ``cost``."""
     results = []
     for ttft in ttfts_ms:
         latency = LatencyModel(ttft=ttft / 1000.0, char_time=token_ms / 1000.0 / CHARS_PER_TOKEN)
         for design in designs:
-            results.append(run_design(design, trace, latency))
+            results.append(run_design(design, trace, latency, cost=cost))
             if on_run is not None:
                 on_run()
     return results

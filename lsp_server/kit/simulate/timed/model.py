@@ -5,7 +5,12 @@ time. Its parts:
 
 * ``LatencyModel``: an upstream stream shows nothing for ``ttft`` seconds,
   then streams one character per ``char_time``; a suggestion is shown when
-  its stream ends (as the server's pipeline does); a cache hit takes ``hit``.
+  its stream ends, or, on a service slower than the typing, as soon as its
+  first line is complete (as the server's pipeline does); a cache hit takes
+  ``hit``.
+* the service's cost model (``transport.cost``): on a local server a
+  stream that can serve nobody is doomed, not cancelled, and the server is
+  asked at once while none of our streams is at it (the idle rule).
 * ``ClientModel``: when a client reads its cache (before or after a fixed
   debounce), how a miss waits (none, Cody's smart throttle, our adaptive
   ``MissThrottle``), what happens to in-flight streams on a keystroke (cancel
@@ -55,6 +60,15 @@ class LatencyModel:
         """When a stream of ``chars`` characters started at ``start`` ends."""
         return start + self.ttft + chars * self.char_time
 
+    def first_line_at(self, start: float, raw: str) -> float | None:
+        """When the first complete line of ``raw`` has streamed, or None (it has none)."""
+        first = raw.find("\n")
+        while first >= 0 and not raw[:first].strip():
+            first = raw.find("\n", first + 1)
+        if first < 0:
+            return None
+        return start + self.ttft + (first + 1) * self.char_time
+
     def streamed(self, start: float, chars: int, now: float) -> int:
         """Characters streamed by ``now``."""
         if now <= start + self.ttft:
@@ -85,6 +99,13 @@ class ClientModel:
     grace: float | None = None
     #: prefetch the post-accept state after a suggestion is shown
     speculative: bool = False
+    #: the server's slow-path policy (``ours``): one stream per document at a
+    #: service that queues requests or answers slower than the typing (the
+    #: newest state next, a prefetch after any miss), a stream that can serve
+    #: nobody doomed (closed at its first token) where a cancel saves no
+    #: prompt, no idle grace there, pacing at typing pauses while a stream is
+    #: at the service, and the first line shown as soon as it is complete
+    slow_path: bool = False
 
 
 CLIENT_MODELS: dict[str, ClientModel] = {
@@ -101,6 +122,7 @@ CLIENT_MODELS: dict[str, ClientModel] = {
         throttle="adaptive",
         grace=DEFAULT_GRACE,
         speculative=True,
+        slow_path=True,
     ),
 }
 #: the designs compared by default
@@ -113,8 +135,9 @@ for _name, _cache in (
     ("ours-prefix-trie", "prefix-trie"),
 ):
     CLIENT_MODELS[_name] = ClientModel(
-        name=_name, cache=_cache, attach=True, throttle="adaptive", grace=DEFAULT_GRACE
-    )
+        name=_name, cache=_cache, attach=True, throttle="adaptive", grace=DEFAULT_GRACE,
+        slow_path=True,
+    )  # fmt: skip
 
 
 @dataclass(eq=False)
@@ -133,6 +156,16 @@ class Stream:
     grace_token: int = 0
     #: speculative: the line the suggestion came from and its text once accepted
     source: tuple[LineAnchor, str, str] | None = None
+    #: it can serve nobody: closed at its first token (the prompt is paid for by then)
+    doomed: bool = False
+    #: requests that are shown the first line as soon as it is complete
+    first_line_waiters: set[int] = field(default_factory=set)
+    #: the first line is complete (or the stream ended)
+    first_line_done: bool = False
+
+    def generating(self, latency: LatencyModel, now: float) -> bool:
+        """The service has read the prompt and streams (its first token came)."""
+        return now >= self.start + latency.ttft
 
     def consistent_with(self, line_prefix: str, streamed: int) -> bool:
         """The user's typing since the start agrees with what has streamed so far."""
@@ -162,6 +195,10 @@ class TimedResult:
     completed: int = 0
     cancelled: int = 0
     speculative: int = 0
+    #: streams that could serve nobody, closed at their first token (local server)
+    doomed: int = 0
+    #: streams started while another of their document was still at the service
+    overlapping: int = 0
     wasted_chars: int = 0
     #: streams cancelled, or finished with an answer nobody saw
     wasted_streams: int = 0
@@ -222,6 +259,8 @@ class TimedResult:
                 "completed": self.completed,
                 "cancelled": self.cancelled,
                 "speculative": self.speculative,
+                "doomed": self.doomed,
+                "overlapping": self.overlapping,
             },
             "wastedStreams": self.wasted_streams,
             "wastedChars": self.wasted_chars,
