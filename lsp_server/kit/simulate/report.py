@@ -172,18 +172,8 @@ def plot(
 #: columns of the timed table: instant (<= 10 ms), answered before the next key,
 #: upstream started / completed / cancelled / speculative, wasted streams / chars
 TIMED_COLUMNS = (
-    "design",
-    "instant",
-    "<next",
-    "up",
-    "done",
-    "cxl",
-    "spec",
-    "wasted",
-    "w.chars",
-    "stale",
-    "p50 ms",
-    "p95 ms",
+    "design", "instant", "<next", "up", "done", "cxl", "spec", "wasted", "w.chars",
+    "stale", "p50 ms", "p95 ms",
 )
 #: printed under the timed table: what each short column counts
 TIMED_LEGEND = (
