@@ -72,6 +72,7 @@ async def test_typing_faster_than_a_real_model_answers_shows_more_useful_suggest
     with code_model() as server:
         peer = SessionScore.of(await run_llama_vim(script, server.url))
     score = SessionScore.of(run)
+    print(f"scopecache: {score}\nllama.vim: {peer}")  # the figures, for the log
     stats = run.extra["stats"]
     pacing = stats["pacing"]
     # the premise: the model answers slower than the developer types
