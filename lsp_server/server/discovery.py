@@ -64,11 +64,13 @@ class LocalDiscovery:
         probe: Probe = discover,
         first_delay: float = FIRST_DELAY,
         max_delay: float = MAX_DELAY,
+        loading_recheck: float = LOADING_RECHECK,
     ) -> None:
         self._on_change = on_change
         self._probe = probe
         self._first = first_delay
         self._max = max_delay
+        self._loading_recheck = loading_recheck
         self._signature: tuple[Any, ...] | None = None
         self._ports: tuple[int, ...] = ()
         self._task: asyncio.Task[None] | None = None
@@ -93,7 +95,7 @@ class LocalDiscovery:
         """Follow the settings: look when no endpoint is set, stop when one is."""
         wanted = self.allowed and settings.endpoint is None and settings.discovery.enabled
         ports = tuple(dict.fromkeys(settings.discovery.ports))
-        signature = (wanted, ports)
+        signature = (wanted, ports, settings.endpoint is None, settings.discovery.enabled)
         if signature == self._signature:
             if wanted and self.state in ("none", "loading"):
                 self._wake.set()  # the same settings again: look now
@@ -153,7 +155,7 @@ class LocalDiscovery:
                 return
             if discovery.loading is not None:
                 self._loading(discovery.loading)
-                wait = LOADING_RECHECK
+                wait = self._loading_recheck
             else:
                 self._none()
                 wait, delay = delay, min(delay * 2, self._max)

@@ -24,6 +24,8 @@ import pytest
 from lsp_server.kit.client import ServerProcess
 from tests.support.conditions import until
 from tests.support.llamacpp import LlamaCppServer
+from tests.support.reference import ReferenceService
+from transport.discovery import discover
 
 pytestmark = pytest.mark.e2e
 
@@ -263,3 +265,47 @@ async def test_a_model_still_loading_is_shown_as_loading_then_found(tmp_path: Pa
     assert loading["state"] == "loading", loading
     assert loading["kind"] == "llamacpp" and "is loading its model" in loading["message"]
     assert found["url"] == f"http://127.0.0.1:{port}"
+
+
+# -- what each kind of server is identified as (transport.discovery) ------------
+
+
+@pytest.fixture(scope="module")
+def ollama_like() -> Iterator[ReferenceService]:
+    """The reference service answering Ollama's identification (/api/version, /api/tags)."""
+    with ReferenceService(tls=False, extra_args=["--identify-as", "ollama"]) as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
+def openai_like() -> Iterator[ReferenceService]:
+    """The reference service as an OpenAI-compatible server (/v1/models lists a model)."""
+    with ReferenceService(tls=False) as service:
+        yield service
+
+
+async def test_each_kind_of_server_is_identified_and_only_asked_with_gets(
+    llama_server: LlamaCppServer,
+    ollama_like: ReferenceService,
+    openai_like: ReferenceService,
+    web_server: PlainWebServer,
+) -> None:
+    closed = free_port()
+    ports = [closed, web_server.port, openai_like.port, ollama_like.port, port_of(llama_server.url)]
+    discovery = await discover(ports)
+    by_port = {a.port: a for a in discovery.answers}
+    assert [a.port for a in discovery.answers] == ports
+    assert by_port[closed].state == "closed"
+    assert by_port[web_server.port].state == "other" and not by_port[web_server.port].kind
+    openai = by_port[openai_like.port]
+    assert (openai.state, openai.kind, openai.url) == ("found", "openai", openai_like.url)
+    assert openai.model
+    ollama = by_port[ollama_like.port]
+    assert (ollama.state, ollama.kind, ollama.url) == ("found", "ollama", ollama_like.base)
+    llama = by_port[port_of(llama_server.url)]
+    assert (llama.state, llama.kind, llama.url) == ("found", "llamacpp", llama_server.url)
+    # the first port of the list whose server completes code wins
+    assert discovery.chosen == openai
+    assert not web_server.prompts()
+    assert ollama_like.completion_requests("/api/generate") == 0
+    assert openai_like.completion_requests() == 0
