@@ -25,6 +25,11 @@ on a fast service, by ``throttle.maxPauseMs`` on a slow one):
   that document and ``full_answer`` the service's smoothed time from request
   to the end of its answer.
 
+Where the developer keeps little of what is shown (``pacing``, from
+``lsp_server.completion.kept_bar``) every such wait is stretched, up to
+twice; where they keep much it shrinks, down to three quarters. A line
+start just entered is never delayed.
+
 A fast typist's intermediate keystrokes are thus skipped (their requests are
 cancelled by the editor while they wait), while a slow typist or a fast
 service gets a request almost at once. The wait is an ``asyncio.sleep``, so
@@ -58,12 +63,16 @@ class MissThrottle:
         max_pause: float = 0.6,
         line_start_immediate: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        pacing: Callable[[str], float] | None = None,
     ) -> None:
         self.min_delay = min_delay
         self.max_delay = max_delay
         self.max_pause = max_pause
         self.line_start_immediate = line_start_immediate
         self._clock = clock
+        #: how many times its usual wait a miss in a document waits (what the
+        #: developer kept there: ``lsp_server.completion.kept_bar``); None: 1
+        self.pacing = pacing
         self._last_key: dict[str, float] = {}
         #: documents whose last change inserted a line break
         self._new_line: set[str] = set()
@@ -149,15 +158,16 @@ class MissThrottle:
         just_entered = uri is None or uri in self._new_line
         if at_line_start and just_entered and self.line_start_immediate:
             return 0.0
+        pace = self.pacing(uri) if self.pacing is not None and uri is not None else 1.0
         busy_and_slow = self.slow and not service_idle
         if busy_and_slow or (indentation and not just_entered and self.max_pause > 0):
-            return self.pause()
+            return self.pause() * pace
         candidates = [self.max_delay]
         if self._typing is not None:
             candidates.append(self._typing / 2)
         if self._full_answer is not None:
             candidates.append(self._full_answer / 4)
-        return max(self.min_delay, min(candidates))
+        return max(self.min_delay, min(candidates)) * pace
 
     def pause(self) -> float:
         """How long without a keystroke counts as a pause."""

@@ -1,0 +1,135 @@
+"""What the developer kept moves the bar to show and the pacing; the record outlives a window.
+
+The ledger is read through ``kept_bar.Ledger`` (its ``by``): the test feeds
+the counts an ``AcceptanceLedger`` would have reached, as ``AcceptanceCounts``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cache.l2.kept_file import KeptFile, KeptRow
+from lsp_server.completion.gate import ShowBar, fixed_bar
+from lsp_server.completion.kept_bar import (
+    DECAY,
+    MAX_LOWER,
+    MAX_RAISE,
+    MAX_SLOWDOWN,
+    MAX_SPEEDUP,
+    KeptRecord,
+)
+from lsp_server.completion.throttle import MissThrottle
+from lsp_server.observe.acceptance import AcceptanceCounts
+
+BASE = ShowBar(min_probability=0.3, max_lines=8)
+
+
+class Counted:
+    """Cumulative acceptance counts by dimension, as the ledger keeps them."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[str, str], AcceptanceCounts] = {}
+        self.now = 0.0
+
+    def by(self, dimension: str) -> dict[str, AcceptanceCounts]:
+        return {v: c for (d, v), c in self.groups.items() if d == dimension}
+
+    def suggestions(self, *, language: str, source: str, shown: int, kept: int) -> None:
+        """``shown`` suggestions of 20 characters, ``kept`` of them accepted and kept whole."""
+        for key in (("language", language), ("scope", "function"), ("source", source)):
+            counts = self.groups.setdefault(key, AcceptanceCounts())
+            counts.shown += shown
+            counts.accepted += kept
+            counts.accepted_chars += 20 * kept
+            counts.retained_short += 20 * kept
+            counts.measured_short += 20 * kept
+        self.now += 2.0  # the record looks at most once a second
+
+
+def record_of(ledger: Counted) -> KeptRecord:
+    return KeptRecord(ledger, clock=lambda: ledger.now)
+
+
+def test_rarely_kept_suggestions_raise_the_bar_and_slow_the_pacing() -> None:
+    ledger = Counted()
+    record = record_of(ledger)
+    ledger.suggestions(language="python", source="upstream", shown=30, kept=0)
+    bar = record.bar(fixed_bar(BASE))("python", "function", "upstream")
+    assert bar.min_probability == pytest.approx(BASE.min_probability + MAX_RAISE)
+    assert record.pacing("python") == pytest.approx(MAX_SLOWDOWN)
+
+
+def test_kept_suggestions_lower_the_bar_and_quicken_the_pacing() -> None:
+    ledger = Counted()
+    record = record_of(ledger)
+    ledger.suggestions(language="python", source="upstream", shown=30, kept=30)
+    bar = record.bar(fixed_bar(BASE))("python", "function", "upstream")
+    assert bar.min_probability == pytest.approx(BASE.min_probability - MAX_LOWER)
+    assert record.pacing("python") == pytest.approx(MAX_SPEEDUP)
+
+
+def test_nothing_moves_before_enough_suggestions_or_where_confidence_is_off() -> None:
+    ledger = Counted()
+    record = record_of(ledger)
+    ledger.suggestions(language="python", source="upstream", shown=5, kept=0)
+    assert record.bar(fixed_bar(BASE))("python", "function", "upstream") == BASE
+    assert record.pacing("python") == 1.0
+    ledger.suggestions(language="python", source="upstream", shown=30, kept=0)
+    off = ShowBar(min_probability=0.0)
+    assert record.bar(fixed_bar(off))("python", "function", "upstream") == off
+
+
+def test_the_least_kept_value_decides_and_others_are_unmoved() -> None:
+    ledger = Counted()
+    record = record_of(ledger)
+    ledger.suggestions(language="python", source="l2", shown=30, kept=0)
+    ledger.suggestions(language="python", source="upstream", shown=60, kept=40)
+    # python and the function scope are kept enough; suggestions from l2 are not
+    assert record.lean("python", "function", "l2") == pytest.approx(1.0)
+    assert record.lean("rust", "block", "typed") == 0.0
+
+
+def test_the_record_decays_and_stays_bounded() -> None:
+    ledger = Counted()
+    record = record_of(ledger)
+    ledger.suggestions(language="python", source="upstream", shown=40, kept=0)
+    assert record.lean("python", "function", "upstream") > 0
+    for _ in range(10):  # the developer now keeps what is shown
+        ledger.suggestions(language="python", source="upstream", shown=20, kept=20)
+    assert record.lean("python", "function", "upstream") < 0
+    tally = record.tally("language", "python")
+    assert tally.kept + tally.missed <= 1.0 / (1.0 - DECAY) + 1e-9
+
+
+def test_a_new_window_starts_from_what_the_last_learned(tmp_path: Path) -> None:
+    ledger = Counted()
+    first = record_of(ledger)
+    ledger.suggestions(language="python", source="upstream", shown=30, kept=0)
+    first.look()
+    store = KeptFile(tmp_path / "kept.sqlite")
+    assert store.save(first.rows())
+    second = KeptRecord()
+    second.restore(store.load())
+    assert second.lean("python", "function", "upstream") == pytest.approx(1.0)
+    assert second.pacing("python") == pytest.approx(MAX_SLOWDOWN)
+
+
+def test_a_damaged_record_file_is_a_fresh_start(tmp_path: Path) -> None:
+    path = tmp_path / "kept.sqlite"
+    path.write_bytes(b"not a database at all" * 100)
+    store = KeptFile(path)
+    assert store.load() == []
+    record = KeptRecord()
+    record.restore([KeptRow("language", "python", 1e9, -1.0), KeptRow("colour", "x", 1, 1)])
+    assert record.rows() == []  # out-of-range and unknown rows are not taken
+
+
+def test_the_throttle_stretches_its_wait_by_the_pacing() -> None:
+    now = [0.0]
+    paced = MissThrottle(min_delay=0.01, max_delay=0.1, clock=lambda: now[0],
+                         pacing=lambda uri: 2.0 if uri == "slow" else 1.0)  # fmt: skip
+    assert paced.delay_for(at_line_start=False, uri="slow") == pytest.approx(0.2)
+    assert paced.delay_for(at_line_start=False, uri="other") == pytest.approx(0.1)
+    assert paced.delay_for(at_line_start=True, uri=None) == 0.0  # Enter: never delayed
