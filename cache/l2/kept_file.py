@@ -35,6 +35,20 @@ def default_kept_path() -> Path:
     return default_sqlite_path().with_name("kept.sqlite")
 
 
+def kept_path(l2_kind: str, sqlite_path: str = "") -> Path | None:
+    """Where the record is kept for an L2 setting: beside the local file, or nowhere.
+
+    With a SQLite L2, beside its file (``kept.sqlite``); with Redis, in the
+    user cache directory (the record is never shared); with no L2 at all
+    (``cache.l2 = "none"``: nothing kept on disk) only in memory: None.
+    """
+    if l2_kind == "none":
+        return None
+    if l2_kind == "sqlite" and sqlite_path:
+        return Path(sqlite_path).with_name("kept.sqlite")
+    return default_kept_path()
+
+
 class KeptRow(NamedTuple):
     """One dimension value's tallies: suggestions kept and missed, decayed."""
 

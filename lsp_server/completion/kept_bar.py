@@ -24,18 +24,21 @@ kind, source) the one kept least decides: a rarely kept source raises the
 bar even in a well-kept language.
 
 The record is this developer's: it is kept in a local SQLite file
-(``cache.l2.kept_file``), never in a shared tier, and a new window starts
-from what the last one learned. ``completion.learnFromKept`` turns it off.
+(``cache.l2.kept_file``, through ``LocalKept``), never in a shared tier,
+and a new window starts from what the last one learned.
+``acceptance.learnBar`` turns it off.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from cache.l2.kept_file import KeptRow
+from cache.l2.kept_file import KeptFile, KeptRow
 from lsp_server.completion.gate import BarSource, ShowBar
 
 #: the tallies keep this much of themselves per new suggestion of their value
@@ -54,6 +57,8 @@ MAX_SLOWDOWN = 2.0
 MAX_SPEEDUP = 0.75
 #: seconds between two looks at the ledger
 LOOK_SECONDS = 1.0
+#: seconds between two saves of a changed record
+SAVE_SECONDS = 60.0
 #: the three dimensions a suggestion is attributed by
 DIMENSIONS = ("language", "scope", "source")
 
@@ -212,3 +217,43 @@ class KeptRecord:
                 self._tallies[(row.dimension, row.value)] = Tally(
                     min(bound, row.kept), min(bound, row.missed)
                 )
+
+
+class LocalKept:
+    """A record and its local file: read at start, written now and then and at the end.
+
+    The file's I/O runs on a worker thread, never on the event loop.
+    """
+
+    def __init__(self, record: KeptRecord, file: KeptFile | None) -> None:
+        self.record = record
+        self.file = file
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Load the last window's record, then save the changes every ``SAVE_SECONDS``."""
+        if self.file is not None and self._task is None:
+            self._task = asyncio.ensure_future(self._run(self.file))
+
+    async def _run(self, file: KeptFile) -> None:
+        self.record.restore(await asyncio.to_thread(file.load))
+        while True:
+            await asyncio.sleep(SAVE_SECONDS)
+            await self.save()
+
+    async def save(self) -> None:
+        """Write the record if it changed since the last save."""
+        if self.file is None or not self.record.dirty:
+            return
+        self.record.dirty = False
+        await asyncio.to_thread(self.file.save, self.record.rows())
+
+    async def aclose(self) -> None:
+        """Stop the saves and write what changed (shutdown)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self.record.look()
+        await self.save()

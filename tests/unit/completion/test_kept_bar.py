@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cache.l2.kept_file import KeptFile, KeptRow
+from cache.l2.kept_file import KeptFile, KeptRow, kept_path
 from lsp_server.completion.gate import ShowBar, fixed_bar
 from lsp_server.completion.kept_bar import (
     DECAY,
@@ -19,9 +19,11 @@ from lsp_server.completion.kept_bar import (
     MAX_SLOWDOWN,
     MAX_SPEEDUP,
     KeptRecord,
+    LocalKept,
 )
 from lsp_server.completion.throttle import MissThrottle
 from lsp_server.observe.acceptance import AcceptanceCounts
+from tests.support import conditions
 
 BASE = ShowBar(min_probability=0.3, max_lines=8)
 
@@ -133,3 +135,23 @@ def test_the_throttle_stretches_its_wait_by_the_pacing() -> None:
     assert paced.delay_for(at_line_start=False, uri="slow") == pytest.approx(0.2)
     assert paced.delay_for(at_line_start=False, uri="other") == pytest.approx(0.1)
     assert paced.delay_for(at_line_start=True, uri=None) == 0.0  # Enter: never delayed
+
+
+async def test_the_local_record_is_read_at_start_and_written_at_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "kept.sqlite"
+    ledger = Counted()
+    first = LocalKept(record_of(ledger), KeptFile(path))
+    first.start()
+    ledger.suggestions(language="python", source="upstream", shown=30, kept=0)
+    await first.aclose()
+    second = LocalKept(KeptRecord(), KeptFile(path))
+    second.start()
+
+    async def restored() -> bool:
+        return second.record.lean("python", "function", "upstream") > 0
+
+    await conditions.until(restored, "the record to be read back")
+    await second.aclose()
+    # with no file (cache.l2 = "none") nothing is written anywhere
+    assert kept_path("none") is None
+    assert kept_path("sqlite", str(tmp_path / "l2.sqlite")) == path
