@@ -52,13 +52,13 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
-from tree_sitter import Node
+from tree_sitter import Node, Tree
 
 from lsp_server.documents.block_opener import block_opener, text_block_opener
 from lsp_server.documents.document import Document
 from lsp_server.documents.languages import LanguageSpec
 from lsp_server.documents.line_context import line_context, suffix_bound
-from lsp_server.documents.positions import PositionLike, TextBuffer
+from lsp_server.documents.positions import PositionLike, ResolvedPosition, TextBuffer
 from lsp_server.documents.prompt_window import DeferredPrompt
 from lsp_server.documents.syntax_reads import (
     head_text,
@@ -131,67 +131,167 @@ class SyntaxContext(NamedTuple):
         return self.prompt.texts()[2]
 
 
+class CursorText(NamedTuple):
+    """What a context reads of the text around the cursor, with a tree or without."""
+
+    where: ResolvedPosition
+    line_start: int
+    line_end: int
+    line_prefix: str
+    line_suffix: str
+    at_line_start: bool
+    #: where the prefix window may start (``prefix_lines``, 4 bytes a character)
+    window_start: int
+    #: where the suffix window must end (``suffix_lines``, 4 bytes a character)
+    suffix_end: int
+    #: the last non-whitespace byte before the cursor within the prefix window
+    anchor: int | None
+
+
+class ScopePath(NamedTuple):
+    """The tree at the cursor: its path, its node, and the scopes enclosing it."""
+
+    #: root to the deepest node containing the anchor (the root alone without one)
+    full_path: list[Node]
+    #: the depths on ``full_path`` of the nodes the language counts as scopes
+    depths: list[int]
+    #: ``full_path`` up to a scope the cursor is past (by indentation or closing token)
+    path: list[Node]
+    node: Node
+    parent_type: str
+    #: the depths of the enclosing scopes, the root's (0) first
+    scope_depths: list[int]
+    block_opener: bool
+
+
 def syntax_context(
     doc: Document, position: PositionLike, windows: ContextWindows = DEFAULT_WINDOWS
 ) -> SyntaxContext:
     """The syntax context of ``doc`` at ``position`` (clamped; never raises on a bad one)."""
-    prefix_chars, prefix_lines, suffix_chars, suffix_lines, scope_chars, _, _ = windows
+    text = cursor_text(doc, position, windows)
+    tree, spec = doc.tree, doc.spec
+    if tree is None or spec is None:
+        return _text_context(doc, text, windows)
+    data = doc.buffer.data
+    found = scope_path(doc, tree, spec, text)
+    full_path, scope_depths = found.full_path, found.scope_depths
+    inner = scope_depths[-1]
+    if inner == 0:
+        scope_start, scope_end = 0, len(data)
+    else:
+        scope = full_path[inner]
+        scope_start, scope_end = scope.start_byte, scope.end_byte
+    scope_chars = windows.scope_chars
+    line_start, off = text.line_start, text.where.offset
+    before_line = line_context(doc, spec, full_path, found.depths, line_start, scope_chars)
+    if before_line.elided and scope_start <= line_start and in_recovery(found.path, inner):
+        # the scope found may be the file or class around a definition that
+        # no longer parses: the text before the line is the line context's,
+        # which leaves out the bodies of the definitions above it
+        typed = tail_text(data, line_start, off, scope_chars)
+        scope_prefix = (before_line.context + typed)[-scope_chars:]
+    else:
+        scope_prefix = tail_text(data, max(scope_start, off - 4 * scope_chars), off, scope_chars)
+    bound = suffix_bound(doc, spec, line_start, text.line_end, scope_end)
+    suffix = head_text(data, off, min(text.suffix_end, max(off, bound)), windows.suffix_chars)
+    return SyntaxContext(
+        language=doc.language,
+        line=text.where.line,
+        character=text.where.character,
+        offset=off,
+        scope_chain=tuple([full_path[d].type for d in scope_depths]),
+        scope_depth=len(scope_depths) - 1,
+        node_type=found.node.type,
+        parent_type=found.parent_type,
+        scope_start_byte=scope_start,
+        scope_end_byte=scope_end,
+        scope_prefix=scope_prefix,
+        line_prefix=text.line_prefix,
+        line_suffix=text.line_suffix,
+        line_context=before_line.context,
+        scope_heads=before_line.scope_heads,
+        suffix=suffix,
+        at_line_start=text.at_line_start,
+        block_opener=found.block_opener,
+        parsed=True,
+        prompt=DeferredPrompt(doc, off, text.where.line, text.window_start, suffix, windows),
+        clamped=text.where.clamped,
+    )
+
+
+def cursor_text(doc: Document, position: PositionLike, windows: ContextWindows) -> CursorText:
+    """The cursor's place, its line's text around it, and the bounds of the windows."""
     buf = doc.buffer
     data = buf.data
     where = doc.resolve(position)
     off, line = where.offset, where.line
     line_start, line_end = buf.line_start(line), buf.line_end(line)
-
+    prefix_chars, prefix_lines = windows.prefix_chars, windows.prefix_lines
     line_prefix = tail_text(data, line_start, off, prefix_chars)
-    line_suffix = head_text(data, off, line_end, suffix_chars)
-    at_line_start = line_prefix.strip() == ""
     window_start = max(buf.line_start(max(0, line - prefix_lines)), off - 4 * prefix_chars)
-    last_line = min(buf.line_count - 1, line + suffix_lines)
-    suffix_end = min(buf.line_end(last_line), off + 4 * suffix_chars)
+    last_line = min(buf.line_count - 1, line + windows.suffix_lines)
+    return CursorText(
+        where,
+        line_start,
+        line_end,
+        line_prefix,
+        head_text(data, off, line_end, windows.suffix_chars),
+        line_prefix.strip() == "",
+        window_start,
+        min(buf.line_end(last_line), off + 4 * windows.suffix_chars),
+        last_content_byte(data, window_start, off),
+    )
 
-    tree, spec = doc.tree, doc.spec
-    anchor = last_content_byte(data, window_start, off)
-    if tree is None or spec is None:
-        suffix = head_text(data, off, suffix_end, suffix_chars)
-        return SyntaxContext(
-            language=doc.language,
-            line=line,
-            character=where.character,
-            offset=off,
-            scope_chain=(),
-            scope_depth=0,
-            node_type=TEXT_NODE,
-            parent_type=TEXT_NODE,
-            scope_start_byte=window_start,
-            scope_end_byte=suffix_end,
-            scope_prefix=tail_text(data, window_start, off, scope_chars),
-            line_prefix=line_prefix,
-            line_suffix=line_suffix,
-            line_context=tail_text(
-                data, max(0, line_start - 4 * scope_chars), line_start, scope_chars
-            ),
-            suffix=suffix,
-            at_line_start=at_line_start,
-            block_opener=text_block_opener(
-                data, anchor, line_start, line_suffix, at_line_start, spec
-            ),
-            parsed=False,
-            prompt=DeferredPrompt(doc, off, line, window_start, suffix, windows),
-            clamped=where.clamped,
-        )
 
+def _text_context(doc: Document, text: CursorText, windows: ContextWindows) -> SyntaxContext:
+    """The context without a tree: depth 0, node and parent ``"text"``, the prefix as scope."""
+    data = doc.buffer.data
+    off, line_start, scope_chars = text.where.offset, text.line_start, windows.scope_chars
+    suffix = head_text(data, off, text.suffix_end, windows.suffix_chars)
+    return SyntaxContext(
+        language=doc.language,
+        line=text.where.line,
+        character=text.where.character,
+        offset=off,
+        scope_chain=(),
+        scope_depth=0,
+        node_type=TEXT_NODE,
+        parent_type=TEXT_NODE,
+        scope_start_byte=text.window_start,
+        scope_end_byte=text.suffix_end,
+        scope_prefix=tail_text(data, text.window_start, off, scope_chars),
+        line_prefix=text.line_prefix,
+        line_suffix=text.line_suffix,
+        line_context=tail_text(
+            data, max(0, line_start - 4 * scope_chars), line_start, scope_chars
+        ),
+        suffix=suffix,
+        at_line_start=text.at_line_start,
+        block_opener=text_block_opener(
+            data, text.anchor, line_start, text.line_suffix, text.at_line_start, doc.spec
+        ),
+        parsed=False,
+        prompt=DeferredPrompt(doc, off, text.where.line, text.window_start, suffix, windows),
+        clamped=text.where.clamped,
+    )
+
+
+def scope_path(doc: Document, tree: Tree, spec: LanguageSpec, text: CursorText) -> ScopePath:
+    """The anchor's path in ``tree``, cut where the cursor is past a scope, and its scopes."""
+    buf = doc.buffer
+    anchor, line_start, at_line_start = text.anchor, text.line_start, text.at_line_start
     full_path = node_path(tree, anchor) if anchor is not None else [tree.root_node]
     depths = spec.scope_depths(full_path)
     opener = block_opener(
-        tree, spec, buf, full_path, anchor, line_start, line_suffix, at_line_start
+        tree, spec, buf, full_path, anchor, line_start, text.line_suffix, at_line_start
     )
     path, closed = full_path, None
     if spec.indent_scoped:
         if at_line_start and anchor is not None and anchor < line_start:
-            path, closed = _close_by_indent(buf, spec, path, off - line_start)
+            path, closed = _close_by_indent(buf, spec, path, text.where.offset - line_start)
             # the block the previous line opened is closed again at this indentation
             opener = opener and closed is None
-    elif anchor is not None and data[anchor] in spec.closer_ends:
+    elif anchor is not None and buf.data[anchor] in spec.closer_ends:
         path, closed = _close_by_token(spec, path, anchor)
     node, parent_type = _node_and_parent(path)
     # the cut path is the start of the full one: so are its scopes; a closed
@@ -200,46 +300,7 @@ def syntax_context(
     scope_depths = [d for d in depths if d < limit]
     if not scope_depths or scope_depths[0] != 0:
         scope_depths.insert(0, 0)
-    inner = scope_depths[-1]
-    if inner == 0:
-        scope_start, scope_end = 0, len(data)
-    else:
-        scope = full_path[inner]
-        scope_start, scope_end = scope.start_byte, scope.end_byte
-    before_line = line_context(doc, spec, full_path, depths, line_start, scope_chars)
-    if before_line.elided and scope_start <= line_start and in_recovery(path, inner):
-        # the scope found may be the file or class around a definition that
-        # no longer parses: the text before the line is the line context's,
-        # which leaves out the bodies of the definitions above it
-        typed = tail_text(data, line_start, off, scope_chars)
-        scope_prefix = (before_line.context + typed)[-scope_chars:]
-    else:
-        scope_prefix = tail_text(data, max(scope_start, off - 4 * scope_chars), off, scope_chars)
-    bound = suffix_bound(doc, spec, line_start, line_end, scope_end)
-    suffix = head_text(data, off, min(suffix_end, max(off, bound)), suffix_chars)
-    return SyntaxContext(
-        language=doc.language,
-        line=line,
-        character=where.character,
-        offset=off,
-        scope_chain=tuple([full_path[d].type for d in scope_depths]),
-        scope_depth=len(scope_depths) - 1,
-        node_type=node.type,
-        parent_type=parent_type,
-        scope_start_byte=scope_start,
-        scope_end_byte=scope_end,
-        scope_prefix=scope_prefix,
-        line_prefix=line_prefix,
-        line_suffix=line_suffix,
-        line_context=before_line.context,
-        scope_heads=before_line.scope_heads,
-        suffix=suffix,
-        at_line_start=at_line_start,
-        block_opener=opener,
-        parsed=True,
-        prompt=DeferredPrompt(doc, off, line, window_start, suffix, windows),
-        clamped=where.clamped,
-    )
+    return ScopePath(full_path, depths, path, node, parent_type, scope_depths, opener)
 
 
 def completion_context(
