@@ -919,3 +919,42 @@ def test_full_word_and_line_accepts_reach_the_stats_and_half_a_deleted_line_is_h
     assert re.search(report, log), log
     assert "Accepted by source: " in log
     assert not errors(log), log
+
+
+def test_with_nothing_configured_the_status_item_says_no_server_then_names_the_one_started_later(
+    code_server_for: StartCodeServer, tmp_path: Path
+) -> None:
+    from tests.support.code_model import ModelUnavailable, ensure
+    from tests.support.typing_session import code_model_server
+
+    try:
+        model = ensure()
+    except ModelUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"the code model could not be fetched: {exc}")
+        pytest.skip(f"the code model could not be fetched: {exc}")
+    port = free_port()
+    # no endpoint: only the ports discovery looks at (llama.cpp's, once it runs)
+    bench = code_server_for(
+        {"scopecache.discovery.ports": [port], "scopecache.server.statusPollSeconds": 1}
+    )
+    bench.open_file("headers.py")
+    wait_until(lambda: "no server" in bench.status(), "the status item to say no server")
+    assert "circle-slash" in bench.status()
+    llama = tmp_path / "llama"
+    llama.mkdir()
+    server = code_model_server(llama, model, threads=1)
+    server.port = port
+    with server:
+        # found without a restart of the editor or its language server
+        wait_until(lambda: "llama.cpp" in bench.status(), "the status item to name llama.cpp")
+        bench.screenshot("found")
+        from selenium.webdriver.common.keys import Keys
+
+        bench.go_to_end()
+        bench.type("def add(a, b):")
+        bench.keys(Keys.ENTER)  # VS Code indents the body
+        bench.type("return ")
+        wait_until(bench.ghost_text, "ghost text from the server it found")
+    assert starts(bench) == 1
+    assert not errors(bench.vscode.output_channel_log())
