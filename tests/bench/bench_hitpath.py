@@ -1,24 +1,46 @@
-"""The hit path's wire cost: an L1 hit against a plain asyncio JSON-RPC responder.
+"""The hit path's wire cost: an L1 hit against plain asyncio JSON-RPC responders.
 
-Three processes are driven side by side over stdio pipes by one lean client
+Four processes are driven side by side over stdio pipes by one lean client
 that writes ready-made frames and reads the answer's frame (no LSP library
 on the client side, so its own cost does not dilute the ratio):
 
-* ``scopecache serve`` answering an inline completion from L1;
+* ``scopecache serve`` with the settings a user gets (speculation on,
+  throttle and L2 as they default: SQLite, in a file of the run's own),
+  answering inline completions from memory;
 * ``asyncio_responder.py``: asyncio and ``json`` only, answering an item of
-  the same shape (the floor of any Python server on this machine);
-* ``floor_server.py``: a bare pygls server answering a constant.
+  the same shape in the read callback that completed the frame, as the
+  server dispatches its frames (the floor any Python server on this machine
+  can reach);
+* ``asyncio_responder.py --stream-reader``: the same, read by a task with a
+  ``StreamReader`` (one task wake-up and loop turn more per message);
+* ``floor_server.py``: a bare pygls server answering a constant, for scale.
 
-Requests are interleaved one by one, so the machine's load drifts over all
-three alike, in an order shuffled at every step: with a fixed order each
-process would always be asked right after the same other one, and the one
-after the bare pygls server (whose reader thread and dispatch leave the
-most behind in the processor's caches) would pay for it every time. That
-does not cover where the scheduler puts the processes,
-which holds for their life: the run is made of rounds (``ROUNDS``), each
-with three fresh processes, and their samples are pooled. The rows are the
-hit's p50 and p99 against the responder's, and the bare pygls server's p50
-against the same responder for scale.
+Two kinds of requests: one request repeated at the same place (an exact
+hit whose line the server has just read), and the typed-through stream: the
+cached suggestion typed character by character, an edit before every
+request, each answered with the rest of it (``TypedStream``). An edit is
+read by every process before the clock starts (a round trip no process
+knows), so the rows time the request alone.
+
+Three orders, because they give different ratios and an editor sees only
+one of them:
+
+* back to back: each process asked ``BACK_TO_BACK`` times in a row, each
+  request written as soon as the last answer is read (how a load test, or
+  an LSP client of one's own looping over a request, measures);
+* shuffled: at every step each process is asked once, in an order shuffled
+  at every step (with a fixed order the one after the bare pygls server,
+  whose reader thread and dispatch leave the most behind in the
+  processor's caches, would pay for it every time);
+* paced: as shuffled, with ``PACED_GAP`` before every request, as typing
+  leaves between keys: every process waits idle in its loop, and what a
+  hit schedules after its answer (the speculative prefetch 5 ms later)
+  runs in the pause. This is what an editor sees.
+
+Where the scheduler puts the processes holds for their life: the run is
+made of rounds (``ROUNDS``), each with fresh processes, and their samples
+are pooled. The rows are the hit's p50 against each responder's, per kind
+and order, the hit's p99 (shuffled), and the bare pygls server's p50.
 
 Run: ``.venv/bin/python -m tests.bench.bench_hitpath [--quick]``.
 """
@@ -34,12 +56,12 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from lsp_server.kit.client import default_command
 from lsp_server.kit.upstream_process import ReferenceProcess
 from lsp_server.observe.stats import percentile
-from tests.bench.bench_server import LINE, TEXT, URI, _corpus_file, _options
+from tests.bench.bench_server import COL, LINE, TEXT, URI, _corpus_file
 from tests.bench.rows import row
 
 HERE = Path(__file__).resolve().parent
@@ -51,8 +73,31 @@ ANSWER_TIMEOUT = 30.0
 #: to a quarter; pooling rounds averages over placements instead of drawing one
 ROUNDS = 5
 ROUNDS_QUICK = 3
-#: seed of the order the three processes are asked in (shuffled at every step)
+#: seed of the order the processes are asked in (shuffled at every step)
 ORDER_SEED = 31
+#: requests each process is asked back to back in a round (``--quick``: fewer)
+BACK_TO_BACK = 500
+BACK_TO_BACK_QUICK = 200
+#: a request no process knows: its answer tells that what was sent before was read
+SYNC = "$/hitpath/sync"
+#: the typed-through stream: a second document where the cached suggestion is typed
+TYPED_URI = "file:///bench/typed.py"
+#: what the reference service answers after ``TEXT``, typed character by character
+SUGGESTION = '"Hello, " + name.title()'
+#: the processes, and how each is started (the server's settings aside)
+FLOORS = {
+    "responder": [sys.executable, str(HERE / "asyncio_responder.py")],
+    "streamreader": [sys.executable, str(HERE / "asyncio_responder.py"), "--stream-reader"],
+    "pygls": [sys.executable, str(HERE / "floor_server.py")],
+}
+#: the paced order: a pause before every request, as typing leaves between keys,
+#: long enough for what a hit schedules (the speculative prefetch) to run in it
+PACED_GAP = 0.03
+#: paced requests to each process in a round (``--quick``: fewer)
+PACED = 60
+PACED_QUICK = 30
+KINDS = ("repeated", "typed")
+ORDERS = ("back to back", "shuffled", "paced")
 
 
 def frame(message: dict[str, Any]) -> bytes:
@@ -69,6 +114,7 @@ class WireClient:
         self.init_options = init_options or {}
         self.proc: asyncio.subprocess.Process | None = None
         self._ids = 0
+        self._version = 1
         self._tmp = tempfile.TemporaryDirectory(prefix="scopecache-hitpath-")
 
     async def __aenter__(self) -> WireClient:
@@ -112,21 +158,38 @@ class WireClient:
         item = {"uri": uri, "languageId": "python", "version": 1, "text": text}
         self.notify("textDocument/didOpen", {"textDocument": item})
 
-    async def request(self, method: str, params: Any) -> Any:
-        """Send a request and wait for its answer's result."""
+    def change(self, uri: str, start: tuple[int, int], end: tuple[int, int], text: str) -> None:
+        """textDocument/didChange: one incremental edit."""
+        self._version += 1
+        edit = {
+            "range": {
+                "start": {"line": start[0], "character": start[1]},
+                "end": {"line": end[0], "character": end[1]},
+            },
+            "text": text,
+        }
+        document = {"uri": uri, "version": self._version}
+        self.notify("textDocument/didChange", {"textDocument": document, "contentChanges": [edit]})
+
+    async def sync(self) -> None:
+        """A round trip no process knows (an error answer, or null): what was sent is read."""
+        await self.request(SYNC, None, errors=True)
+
+    async def request(self, method: str, params: Any, *, errors: bool = False) -> Any:
+        """Send a request and wait for its answer's result (``errors``: or its error)."""
         self._ids += 1
         msg_id = self._ids
         assert self.proc is not None and self.proc.stdin is not None
         self.proc.stdin.write(
             frame({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
         )
-        return await asyncio.wait_for(self._answer(msg_id), ANSWER_TIMEOUT)
+        return await asyncio.wait_for(self._answer(msg_id, errors), ANSWER_TIMEOUT)
 
-    async def _answer(self, msg_id: int) -> Any:
+    async def _answer(self, msg_id: int, errors: bool) -> Any:
         while True:
             message = await self._read()
             if message.get("id") == msg_id and "method" not in message:
-                if "error" in message:
+                if "error" in message and not errors:
                     raise RuntimeError(f"error answer: {message['error']}")
                 return message.get("result")
 
@@ -157,66 +220,180 @@ def _text(result: Any) -> str:
     return str(items[0].get("insertText", "")) if items else ""
 
 
-async def _round(
-    svc: ReferenceProcess, n: int, samples: dict[str, list[float]], order: random.Random
-) -> None:
-    """One round: three fresh processes, ``n`` interleaved requests each, added to ``samples``.
+def user_settings(svc: ReferenceProcess, sqlite_path: Path) -> dict[str, Any]:
+    """What a user gets: the defaults (speculation on, throttle and L2 as they default).
 
-    At every step the three are asked in an order ``order`` shuffles.
+    Only the endpoint and its certificate are set, and the SQLite L2 (the
+    default tier) is a file of the run's own rather than the user's.
     """
-    options = _options(svc, speculative={"enabled": False})
-    responder_cmd = [sys.executable, str(HERE / "asyncio_responder.py")]
-    pygls_cmd = [sys.executable, str(HERE / "floor_server.py")]
-    async with (
-        WireClient(responder_cmd) as responder,
-        WireClient(pygls_cmd) as bare_pygls,
-        WireClient(default_command(), options) as server,
-    ):
-        clients = {"responder": responder, "pygls": bare_pygls, "hit": server}
-        for client in clients.values():
-            client.open(URI, TEXT)
-        for client in clients.values():  # warm up; the server's first answer fills L1
-            for _ in range(50):
-                await client.timed_inline(URI, LINE, 14)
-        names = list(clients)
-        for _ in range(n):
-            order.shuffle(names)
-            for name in names:
-                ms, result = await clients[name].timed_inline(URI, LINE, 14)
-                samples[name].append(ms)
-                if name == "hit" and not _text(result):
-                    raise RuntimeError("the server did not answer from its cache")
-        stats = await server.request("scopecache/stats", {})
-    if stats["served"].get("upstream", 0) != 1:
-        raise RuntimeError(f"expected exactly one upstream answer: {stats['served']}")
+    return {
+        "endpoint": svc.url,
+        "model": "bench",
+        "transport": {"caFile": svc.ca_file},
+        "cache": {"sqlitePath": str(sqlite_path)},
+    }
+
+
+class TypedStream:
+    """One process's place in the typed-through stream.
+
+    Step ``k`` has the first ``k`` characters of ``SUGGESTION`` typed after
+    ``TEXT`` (each an edit), and asks at the end of them: a typed-through
+    hit; when two characters are left (one alone is too short to show) the
+    typed text is deleted in one edit and step 0 asks again (an exact hit).
+    """
+
+    def __init__(self, client: WireClient) -> None:
+        self.client = client
+        self.typed = 0
+
+    def advance(self) -> None:
+        """The edit to the next step's text."""
+        if self.typed == len(SUGGESTION) - 2:
+            self.client.change(TYPED_URI, (LINE, COL), (LINE, COL + self.typed), "")
+            self.typed = 0
+            return
+        at = (LINE, COL + self.typed)
+        self.client.change(TYPED_URI, at, at, SUGGESTION[self.typed])
+        self.typed += 1
+
+    @property
+    def column(self) -> int:
+        """The cursor's column at this step."""
+        return COL + self.typed
+
+
+async def _ask(client: WireClient, stream: TypedStream, kind: str) -> tuple[float, Any]:
+    """One timed request of ``kind``; a typed step's edit is read before the clock starts."""
+    if kind == "repeated":
+        return await client.timed_inline(URI, LINE, COL)
+    stream.advance()
+    await client.sync()
+    return await client.timed_inline(TYPED_URI, LINE, stream.column)
+
+
+Samples = dict[tuple[str, str, str], list[float]]
+
+
+class Counts(NamedTuple):
+    """Requests to each process in one round, per order."""
+
+    shuffled: int
+    back_to_back: int
+    paced: int
+
+
+async def _round(
+    svc: ReferenceProcess, counts: Counts, samples: Samples, order: random.Random
+) -> None:
+    """One round: fresh processes; each kind asked in every order, added to ``samples``.
+
+    Back to back: each process in turn is asked ``counts.back_to_back``
+    times in a row. Shuffled: at every step each process is asked once, in
+    an order ``order`` shuffles. Paced: as shuffled, with ``PACED_GAP``
+    before each request.
+    """
+    with tempfile.TemporaryDirectory(prefix="scopecache-hitpath-l2-") as l2_dir:
+        options = user_settings(svc, Path(l2_dir) / "l2.sqlite")
+        async with (
+            WireClient(FLOORS["responder"]) as responder,
+            WireClient(FLOORS["streamreader"]) as streamreader,
+            WireClient(FLOORS["pygls"]) as bare_pygls,
+            WireClient(default_command(), options) as server,
+        ):
+            clients = {
+                "responder": responder,
+                "streamreader": streamreader,
+                "pygls": bare_pygls,
+                "hit": server,
+            }
+            streams = {name: TypedStream(client) for name, client in clients.items()}
+            for client in clients.values():
+                client.open(URI, TEXT)
+                client.open(TYPED_URI, TEXT)
+            for client in clients.values():  # warm up; the server's first answers fill L1
+                for _ in range(50):
+                    await client.timed_inline(URI, LINE, COL)
+                    await client.timed_inline(TYPED_URI, LINE, COL)
+            names = list(clients)
+            for kind in KINDS:
+                order.shuffle(names)
+                for name in names:
+                    for _ in range(counts.back_to_back):
+                        ms, result = await _ask(clients[name], streams[name], kind)
+                        _keep(samples, (name, kind, "back to back"), ms, result)
+                for how, steps, gap in (
+                    ("shuffled", counts.shuffled, 0.0),
+                    ("paced", counts.paced, PACED_GAP),
+                ):
+                    for _ in range(steps):
+                        order.shuffle(names)
+                        for name in names:
+                            if gap:
+                                await asyncio.sleep(gap)
+                            ms, result = await _ask(clients[name], streams[name], kind)
+                            _keep(samples, (name, kind, how), ms, result)
+            stats = await server.request("scopecache/stats", {})
+    served = stats["served"]
+    if served.get("typed", 0) < counts.back_to_back:
+        raise RuntimeError(f"the typed stream was not served typed-through: {served}")
+
+
+def _keep(samples: Samples, key: tuple[str, str, str], ms: float, result: Any) -> None:
+    if key[0] == "hit" and not _text(result):
+        raise RuntimeError(f"the server did not answer from its cache ({key[1]}, {key[2]})")
+    samples.setdefault(key, []).append(ms)
 
 
 async def _measure(quick: bool) -> list[dict[str, Any]]:
     rounds = ROUNDS_QUICK if quick else ROUNDS
-    n = (300 if quick else 2000) // rounds
+    counts = Counts(
+        shuffled=(300 if quick else 2000) // rounds,
+        back_to_back=BACK_TO_BACK_QUICK if quick else BACK_TO_BACK,
+        paced=PACED_QUICK if quick else PACED,
+    )
     corpus = HERE.parent.parent / "lsp_server" / "samples"
-    samples: dict[str, list[float]] = {"responder": [], "pygls": [], "hit": []}
+    samples: Samples = {}
     order = random.Random(ORDER_SEED)
     async with ReferenceProcess([corpus, _corpus_file()]) as svc:
         for _ in range(rounds):
-            await _round(svc, n, samples, order)
-    responder_ms, pygls_ms, hit_ms = samples["responder"], samples["pygls"], samples["hit"]
-    return [
+            await _round(svc, counts, samples, order)
+    return rows_of(samples)
+
+
+def rows_of(samples: Samples) -> list[dict[str, Any]]:
+    """The rows: the hit's p50 against each responder, per kind and order; then scale rows."""
+    out = []
+    for kind in KINDS:
+        what = "one repeated request" if kind == "repeated" else "typed-through, edit before each"
+        for how in ORDERS:
+            hit = samples[("hit", kind, how)]
+            for floor, label in (("responder", "callback"), ("streamreader", "StreamReader")):
+                out.append(
+                    row(
+                        f"hit p50 vs asyncio responder ({label}), {what}, {how}, default settings",
+                        percentile(hit, 50),
+                        percentile(samples[(floor, kind, how)], 50),
+                        "ms",
+                    )
+                )
+    out.append(
         row(
-            f"hit round trip p{q} vs plain asyncio JSON-RPC responder",
-            percentile(hit_ms, q),
-            percentile(responder_ms, q),
+            "hit p99 vs asyncio responder (callback), one repeated request, shuffled",
+            percentile(samples[("hit", "repeated", "shuffled")], 99),
+            percentile(samples[("responder", "repeated", "shuffled")], 99),
             "ms",
         )
-        for q in (50, 99)
-    ] + [
+    )
+    out.append(
         row(
-            "bare pygls constant p50 vs plain asyncio JSON-RPC responder",
-            percentile(pygls_ms, 50),
-            percentile(responder_ms, 50),
+            "bare pygls constant p50 vs asyncio responder (callback), shuffled",
+            percentile(samples[("pygls", "repeated", "shuffled")], 50),
+            percentile(samples[("responder", "repeated", "shuffled")], 50),
             "ms",
         )
-    ]
+    )
+    return out
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
@@ -225,5 +402,5 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    for row in run("--quick" in sys.argv):
-        print(row)
+    for measured in run("--quick" in sys.argv):
+        print(measured)
