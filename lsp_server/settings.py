@@ -265,6 +265,10 @@ class AcceptanceSettings:
     mute_below: float = 0.0
     #: how many of a source's latest suggestions ``muteBelow`` judges
     mute_over: int = 50
+    #: raise the bar to show and slow the pacing where this developer keeps
+    #: little of what is shown (by language, scope kind, source), lower it
+    #: where they keep much; learnt in a local file (``completion.kept_bar``)
+    learn_bar: bool = True
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""

@@ -133,10 +133,14 @@ class KeptRecord:
 
     # -- learning -------------------------------------------------------------------------
 
-    def look(self) -> None:
-        """Read what the ledger counted since the last look (at most once per ``LOOK_SECONDS``)."""
+    def look(self, *, now_or_never: bool = False) -> None:
+        """Read what the ledger counted since the last look.
+
+        At most once per ``LOOK_SECONDS`` unless ``now_or_never`` (the last
+        look, before the record is saved for good).
+        """
         now = self._clock()
-        if self._ledger is None or now < self._next_look:
+        if self._ledger is None or (now < self._next_look and not now_or_never):
             return
         self._next_look = now + LOOK_SECONDS
         for dimension in DIMENSIONS:
@@ -255,5 +259,5 @@ class LocalKept:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        self.record.look()
+        self.record.look(now_or_never=True)
         await self.save()

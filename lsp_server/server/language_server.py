@@ -19,9 +19,12 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from cache.heat import ContextHeat
+from cache.l2.kept_file import KeptFile, kept_path
 from cache.store import CompletionStore
-from lsp_server.completion.gate import Surroundings, Verdict
+from lsp_server.completion.bounds import MAX_SUGGESTION_LINES
+from lsp_server.completion.gate import BarSource, ShowBar, Surroundings, Verdict, fixed_bar
 from lsp_server.completion.inflight import InflightRegistry
+from lsp_server.completion.kept_bar import KeptRecord, LocalKept
 from lsp_server.completion.notify import UserNotifier
 from lsp_server.completion.pipeline import CompletionPipeline, SharedTier, Suggestion
 from lsp_server.completion.speculate import SpeculativePrefetcher
@@ -109,7 +112,7 @@ class ScopecacheServer(LanguageServer):
             self.documents, lambda: self.settings, root=self._workspace_root
         )
         self.inflight = InflightRegistry(cost=self._service_cost)
-        self.throttle = MissThrottle()
+        self.throttle = MissThrottle(pacing=self._pacing)
         self.speculator = SpeculativePrefetcher(self.settings.speculative)
         self.recorder: TraceRecorder | None = None
         #: the process's exit code once ``start_io``/``start_tcp`` return (LSP: 1 after
@@ -140,6 +143,8 @@ class ScopecacheServer(LanguageServer):
         self.served = ServedItems()
         #: suggestions shown and accepted, and what became of the accepted text
         self.accepts = AcceptWatch(self.documents, self.settings.acceptance)
+        #: what this developer kept, moving the bar to show and the pacing (local only)
+        self.kept = LocalKept(KeptRecord(self.accepts.ledger), None)
         self._tasks: set[asyncio.Task[Any]] = set()
         #: the event loop serving the client, known from ``initialize`` on (work
         #: on other threads hands it what must go over the protocol)
@@ -276,7 +281,26 @@ class ScopecacheServer(LanguageServer):
             prompt_context=lambda uri: prompt_context(self.cross_file, self.documents, uri),
             source_muted=self.accepts.ledger.muted,
             on_answer=self._record_answer,
+            show_bar=self._show_bar(),
         )
+
+    def _show_bar(self) -> BarSource | None:
+        """The configured bar, moved by what the developer kept (``acceptance.learnBar``)."""
+        if not self.settings.acceptance.learn_bar:
+            return None
+        c = self.settings.completion
+        bar = ShowBar(
+            min_probability=c.min_probability if c.confidence else 0.0,
+            max_lines=MAX_SUGGESTION_LINES,
+        )
+        return self.kept.record.bar(fixed_bar(bar))
+
+    def _pacing(self, uri: str) -> float:
+        """How many times its usual wait a miss in ``uri`` waits (what was kept there)."""
+        doc = self.documents.get(uri)
+        if doc is None or not self.settings.acceptance.learn_bar:
+            return 1.0
+        return self.kept.record.pacing(doc.language)
 
     def _record_answer(
         self, uri: str, ctx: SyntaxContext, found: Suggestion, around: Surroundings,
@@ -314,6 +338,10 @@ class ScopecacheServer(LanguageServer):
             self.spawn(self._warm_up(self.backend))
         self.discovery.start()
         self.l2_link.start()
+        cache = self.settings.cache
+        path = kept_path(cache.l2, cache.sqlite_path)
+        self.kept.file = KeptFile(path) if path is not None else None
+        self.kept.start()
         self._sync_metrics_endpoint(self.settings)
         # CPU work, queued behind the warm-ups' first steps (they wait on I/O).
         self._end_of_start_up = asyncio.get_running_loop().call_soon(self._finish_start_up)
@@ -378,6 +406,7 @@ class ScopecacheServer(LanguageServer):
         # to L2: let them land, or the next window asks for them again.
         await self.pipeline.upstream.flush(L2_FLUSH_SECONDS)
         await self.l2_link.aclose()
+        await self.kept.aclose()
         if self.metrics_endpoint is not None:
             await self.metrics_endpoint.aclose()
         if self.recorder is not None:
