@@ -21,6 +21,11 @@ identifying endpoints, in this order, stopping at the first that tells:
 A port nothing listens on costs one refused connection. The ports are asked
 side by side; the first port of the list whose server completes code wins.
 Nothing here raises.
+
+Ollama loads a model on its first request, which can take longer than a
+completion may: :func:`load_ollama_model` asks it to load the model ahead,
+as its API documents (``POST /api/generate`` with the model and no prompt),
+unless ``GET /api/ps`` lists it as loaded already.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ CONNECT_TIMEOUT = 0.5
 READ_TIMEOUT = 3.0
 #: the most of an identification answer read (bigger answers are not ours)
 MAX_ANSWER_BYTES = 256 * 1024
+#: seconds Ollama may take to load a model (a large one from a slow disk)
+LOAD_TIMEOUT = 600.0
 
 #: what a port was found to hold
 PortState = Literal["found", "loading", "no-model", "other", "closed"]
@@ -248,3 +255,38 @@ async def discover(ports: Sequence[int], client: httpx.AsyncClient | None = None
         if answer.state != "closed":
             logger.debug("port %d: %s (%s)", answer.port, answer.state, answer.detail)
     return Discovery(tuple(answers))
+
+
+async def ollama_model_loaded(client: httpx.AsyncClient, origin: str, model: str) -> bool | None:
+    """Whether Ollama holds ``model`` in memory (``GET /api/ps``); None when it does not say."""
+    try:
+        running = await _get(client, f"{origin}/api/ps")
+    except (httpx.HTTPError, OSError):
+        return None
+    listed = running.json() if running.status == 200 else None
+    models = listed.get("models") if isinstance(listed, dict) else None
+    if not isinstance(models, list):
+        return None
+    names = {e.get(k) for e in models if isinstance(e, dict) for k in ("name", "model")}
+    return model in names or f"{model}:latest" in names
+
+
+async def load_ollama_model(
+    client: httpx.AsyncClient, origin: str, model: str, *, keep_alive: str = "",
+    timeout: float = LOAD_TIMEOUT,
+) -> bool:
+    """Have Ollama load ``model`` now (no prompt is sent); True when it says it is loaded."""
+    if await ollama_model_loaded(client, origin, model):
+        return True
+    body: dict[str, Any] = {"model": model, "stream": False}
+    if keep_alive:
+        body["keep_alive"] = keep_alive
+    try:
+        limit = httpx.Timeout(timeout, connect=CONNECT_TIMEOUT)
+        response = await client.post(f"{origin}/api/generate", json=body, timeout=limit)
+    except (httpx.HTTPError, OSError) as exc:
+        logger.info("Ollama at %s did not load %s: %s", origin, model, exc)
+        return False
+    if response.status_code != 200:
+        logger.info("Ollama at %s did not load %s: HTTP %d", origin, model, response.status_code)
+    return response.status_code == 200

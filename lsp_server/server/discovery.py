@@ -11,6 +11,9 @@ answer. Its state is the ``endpoint`` field of ``scopecache/stats``:
   (``source: discovered``) until the settings change.
 * ``loading``: a completion server still loading its model (llama.cpp
   answers 503 while it loads): not an error; looked at again every second.
+  Ollama loads a model on its first request: when discovery finds it, it
+  has the model loaded first (``transport.discovery.load_ollama_model``),
+  ``loading`` meanwhile, so the first completion does not wait for it.
 * ``none``: nothing found; completions stay off, the log says so once
   (naming the ``endpoint`` setting), and the ports are looked at again with
   a back-off (1 s doubling to 30 s), so a server started after the editor
@@ -33,7 +36,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from lsp_server.settings import Settings
-from transport.discovery import LOOPBACK, Discovery, PortAnswer, discover
+from transport.discovery import (
+    LOOPBACK,
+    Discovery,
+    PortAnswer,
+    discover,
+    load_ollama_model,
+    probe_client,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +58,19 @@ VSCODE_SETTING = "scopecache.endpoint"
 START_HINT = "llama-server --fim-qwen-1.5b-default (port 8012) or Ollama"
 
 Probe = Callable[[Sequence[int]], Awaitable[Discovery]]
+#: readies a found server before it is used (Ollama: load the model)
+Prepare = Callable[[PortAnswer, Settings], Awaitable[None]]
+
+
+async def prepare_server(answer: PortAnswer, settings: Settings) -> None:
+    """Have Ollama load the model completions will ask for; other servers are ready."""
+    if answer.kind != "ollama":
+        return
+    model = settings.model or answer.model
+    async with probe_client() as client:
+        await load_ollama_model(
+            client, answer.url, model, keep_alive=settings.completion.keep_alive
+        )
 
 
 def _seen(discovery: Discovery) -> list[PortAnswer]:
@@ -62,12 +85,15 @@ class LocalDiscovery:
         *,
         on_change: Callable[[], None],
         probe: Probe = discover,
+        prepare: Prepare = prepare_server,
         first_delay: float = FIRST_DELAY,
         max_delay: float = MAX_DELAY,
         loading_recheck: float = LOADING_RECHECK,
     ) -> None:
         self._on_change = on_change
         self._probe = probe
+        self._prepare = prepare
+        self._settings = Settings()
         self._first = first_delay
         self._max = max_delay
         self._loading_recheck = loading_recheck
@@ -95,6 +121,7 @@ class LocalDiscovery:
         """Follow the settings: look when no endpoint is set, stop when one is."""
         wanted = self.allowed and settings.endpoint is None and settings.discovery.enabled
         ports = tuple(dict.fromkeys(settings.discovery.ports))
+        self._settings = settings
         signature = (wanted, ports, settings.endpoint is None, settings.discovery.enabled)
         if signature == self._signature:
             if wanted and self.state in ("none", "loading"):
@@ -151,6 +178,12 @@ class LocalDiscovery:
             self.seen = _seen(discovery)
             chosen = discovery.chosen
             if chosen is not None:
+                if chosen.kind == "ollama":
+                    self._loading(chosen)
+                    try:
+                        await self._prepare(chosen, self._settings)
+                    except Exception:  # the completions will tell what is wrong
+                        logger.exception("readying %s failed", chosen.describe())
                 self._found(chosen)
                 return
             if discovery.loading is not None:

@@ -140,3 +140,40 @@ async def test_a_configured_endpoint_or_discovery_off_asks_no_port() -> None:
     assert "discovery.enabled" in discovery.message()
     assert discovery.resolve(settings(enabled=False)).endpoint is None
     assert probe.asked == []
+
+
+async def test_ollama_found_is_loading_while_its_model_loads_then_used() -> None:
+    import asyncio
+
+    ollama = PortAnswer(port=11434, state="found", kind="ollama", url="http://127.0.0.1:11434",
+                        name="Ollama", model="qwen2.5-coder:1.5b-base")
+    loaded = asyncio.Event()
+    prepared: list[tuple[str, str]] = []
+
+    async def load(answer: PortAnswer, current: Settings) -> None:
+        prepared.append((answer.url, current.completion.keep_alive))
+        await loaded.wait()
+
+    changes: list[str] = []
+    discovery = LocalDiscovery(
+        on_change=lambda: changes.append("changed"), probe=ScriptedPorts(Discovery((ollama,))),
+        prepare=load,
+    )
+    discovery.configure(settings(ports=[11434]))
+    discovery.start()
+
+    async def loading() -> bool:
+        return discovery.state == "loading"
+
+    await until(loading, "the model to be loading")
+    assert "is loading its model" in discovery.message()
+    assert discovery.resolve(settings()).endpoint is None and changes == []
+    loaded.set()
+
+    async def found() -> bool:
+        return discovery.state == "found"
+
+    await until(found, "Ollama to be used once its model is loaded")
+    assert prepared == [("http://127.0.0.1:11434", "30m")]
+    assert discovery.resolve(settings()).endpoint == "http://127.0.0.1:11434"
+    await discovery.aclose()
