@@ -454,7 +454,7 @@ class ScopecacheServer(LanguageServer):
             "retries": counters.retries if counters else 0,
             "errorsByKind": dict(counters.errors_by_kind) if counters else {},
             "circuit": counters.circuit if counters else "closed",
-            "endpoint": self.settings.endpoint,
+            "endpoint": self.discovery.resolve(self.settings).endpoint,
             "dnsFallbacks": counters.dns_fallbacks if counters else 0,
             "streamsReset": counters.streams_reset if counters else 0,
             "ttftMsP50": counters.ttft_ms_p50 if counters else 0.0,

@@ -133,6 +133,7 @@ async def test_with_only_ports_set_the_server_finds_llama_cpp_and_completes(
     assert "llama.cpp at " + llama_server.url in endpoint["message"]
     assert stats["upstreamErrors"] == 0
     assert stats["provider"]["detected"] == "llamacpp"
+    assert stats["transport"]["endpoint"] == llama_server.url
     # the web server ahead of it in the list was asked who it is, and nothing else
     assert web_server.requests and not web_server.prompts()
     assert {"port": web_server.port, "state": "other"}.items() <= endpoint["seen"][0].items()
