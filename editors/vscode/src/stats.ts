@@ -139,7 +139,8 @@ export function noServer(stats: ServerStats): boolean {
 /**
  * The status bar text (codicons allowed): `$(zap) 67% · upstream ok`, or with
  * a server found on loopback `$(zap) 67% · llama.cpp ok`; while there is no
- * server `$(circle-slash) scopecache: no server`, while it loads its model
+ * server `$(circle-slash) scopecache: no server · set scopecache.endpoint`,
+ * while it loads its model
  * `$(sync~spin) llama.cpp loading`.
  */
 export function statusText(stats: ServerStats, state: UpstreamState): string {
@@ -148,7 +149,7 @@ export function statusText(stats: ServerStats, state: UpstreamState): string {
   switch (endpoint?.state) {
     case "none":
     case "off":
-      return "$(circle-slash) scopecache: no server";
+      return "$(circle-slash) scopecache: no server · set scopecache.endpoint";
     case "searching":
       return "$(sync~spin) scopecache: looking for a server";
     case "loading":

@@ -133,10 +133,10 @@ test("a server found on loopback is named in the status text and the tooltip say
 
 test("with no server found the status says so and the tooltip names the setting", () => {
   const none = stats({ endpoint: NONE, served: {}, upstreamRequests: 0 });
-  assert.equal(statusText(none, "idle"), "$(circle-slash) scopecache: no server");
+  assert.equal(statusText(none, "idle"), "$(circle-slash) scopecache: no server · set scopecache.endpoint");
   assert.match(formatStatsReport(none, "idle").split("\n")[0], /^Completion server: no completion server found on 127\.0\.0\.1/);
   assert.match(formatStatsReport(none, "idle"), /scopecache\.endpoint/);
-  assert.equal(statusText(stats({ endpoint: { ...NONE, state: "off" } }), "idle"), "$(circle-slash) scopecache: no server");
+  assert.equal(statusText(stats({ endpoint: { ...NONE, state: "off" } }), "idle"), "$(circle-slash) scopecache: no server · set scopecache.endpoint");
 });
 
 test("a server loading its model is shown as loading, not as an error", () => {
