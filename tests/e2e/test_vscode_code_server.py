@@ -940,7 +940,7 @@ def test_with_nothing_configured_the_status_item_says_no_server_then_names_the_o
     )
     bench.open_file("headers.py")
     wait_until(lambda: "no server" in bench.status(), "the status item to say no server")
-    assert "circle-slash" in bench.status()
+    assert "circle-slash" in bench.status() and "set scopecache.endpoint" in bench.status()
     llama = tmp_path / "llama"
     llama.mkdir()
     server = code_model_server(llama, model, threads=1)
