@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -182,10 +183,7 @@ def _served(
         return None
     latency_ms = (time.perf_counter() - started) * 1000.0
     if suggestion.text and ls.speculator.settings.enabled and ls.backend is not None:
-        # After the answer has gone out, not before: it must not delay it.
-        asyncio.get_running_loop().call_later(
-            SPECULATION_DELAY, _speculate, ls, doc, version, ctx, suggestion
-        )
+        _speculate_after(ls, doc, version, ctx, suggestion)
     uri, text, source = doc.uri, suggestion.text, suggestion.source
     item_id = ls.served.remember(ServedItem(uri, ctx.line, ctx.character, text, source))
     _after_the_answer(_after_served, ls, automatic, item_id, uri, ctx, text, source, latency_ms)
@@ -223,6 +221,39 @@ def _after_the_answer(callback: Callable[..., None], *args: Any) -> None:
         callback(*args)
         return
     loop.call_soon(callback, *args)
+
+
+#: per document, the newest answer whose speculative prefetch waits for its timer
+_waiting: weakref.WeakKeyDictionary[Document, list[Any]] = weakref.WeakKeyDictionary()
+
+
+def _speculate_after(
+    ls: ScopecacheServer, doc: Document, version: int, ctx: SyntaxContext, suggestion: Suggestion
+) -> None:
+    """Prefetch ahead of this answer ``SPECULATION_DELAY`` after it, one timer per document.
+
+    After the answer has gone out, not before: it must not delay it. Answers
+    that follow one another faster than that (typing through a suggestion
+    quickly, a client asking in a loop) share the first one's timer, which
+    prefetches for the newest of them: an older answer's prefetch would
+    find the document moved on, and reach the same state after accepting,
+    or none. A timer per answer put each answer's prefetch between the
+    next requests, and every timer into the loop's heap.
+    """
+    waiting = _waiting.get(doc)
+    if waiting is not None:
+        waiting[0] = (ls, version, ctx, suggestion)
+        return
+    waiting = [(ls, version, ctx, suggestion)]
+    _waiting[doc] = waiting
+    asyncio.get_running_loop().call_later(SPECULATION_DELAY, _speculate_newest, doc, waiting)
+
+
+def _speculate_newest(doc: Document, waiting: list[Any]) -> None:
+    if _waiting.get(doc) is waiting:
+        del _waiting[doc]
+    ls, version, ctx, suggestion = waiting[0]
+    _speculate(ls, doc, version, ctx, suggestion)
 
 
 def _speculate(
