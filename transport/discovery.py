@@ -31,6 +31,7 @@ unless ``GET /api/ps`` lists it as loaded already.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Sequence
@@ -290,3 +291,20 @@ async def load_ollama_model(
     if response.status_code != 200:
         logger.info("Ollama at %s did not load %s: HTTP %d", origin, model, response.status_code)
     return response.status_code == 200
+
+
+async def port_open(port: int, *, timeout: float = CONNECT_TIMEOUT) -> bool:
+    """Whether something still listens on ``127.0.0.1:port``: a bare TCP connect, no request.
+
+    Only a refused connection says no; a slow or odd answer keeps the server.
+    """
+    try:
+        _reader, writer = await asyncio.wait_for(asyncio.open_connection(LOOPBACK, port), timeout)
+    except ConnectionRefusedError:
+        return False
+    except (OSError, TimeoutError):
+        return True
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True

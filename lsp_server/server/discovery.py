@@ -8,7 +8,10 @@ answer. Its state is the ``endpoint`` field of ``scopecache/stats``:
 * ``configured``: the ``endpoint`` setting is set; nothing is probed.
 * ``searching``: the first look is under way.
 * ``found``: a server that completes code; its URL is used as the endpoint
-  (``source: discovered``) until the settings change.
+  (``source: discovered``). Every 10 s a bare TCP connect (no request, so
+  nothing in the server's log) checks that it still listens; once it is
+  gone (stopped, or replaced by another server elsewhere) completions stop
+  and the ports are looked at again.
 * ``loading``: a completion server still loading its model (llama.cpp
   answers 503 while it loads): not an error; looked at again every second.
   Ollama loads a model on its first request: when discovery finds it, it
@@ -42,6 +45,7 @@ from transport.discovery import (
     PortAnswer,
     discover,
     load_ollama_model,
+    port_open,
     probe_client,
 )
 
@@ -52,6 +56,8 @@ FIRST_DELAY = 1.0
 MAX_DELAY = 30.0
 #: seconds between two looks at a server loading its model
 LOADING_RECHECK = 1.0
+#: seconds between two checks that the server in use still listens
+WATCH_SECONDS = 10.0
 #: the setting that names a server, as the VS Code user writes it
 VSCODE_SETTING = "scopecache.endpoint"
 #: how a user starts a server discovery finds (llama.cpp's code-completion preset)
@@ -60,6 +66,8 @@ START_HINT = "llama-server --fim-qwen-1.5b-default (port 8012) or Ollama"
 Probe = Callable[[Sequence[int]], Awaitable[Discovery]]
 #: readies a found server before it is used (Ollama: load the model)
 Prepare = Callable[[PortAnswer, Settings], Awaitable[None]]
+#: whether a port still listens
+Listening = Callable[[int], Awaitable[bool]]
 
 
 async def prepare_server(answer: PortAnswer, settings: Settings) -> None:
@@ -86,13 +94,17 @@ class LocalDiscovery:
         on_change: Callable[[], None],
         probe: Probe = discover,
         prepare: Prepare = prepare_server,
+        listening: Listening = port_open,
         first_delay: float = FIRST_DELAY,
         max_delay: float = MAX_DELAY,
         loading_recheck: float = LOADING_RECHECK,
+        watch_every: float = WATCH_SECONDS,
     ) -> None:
         self._on_change = on_change
         self._probe = probe
         self._prepare = prepare
+        self._listening = listening
+        self._watch_every = watch_every
         self._settings = Settings()
         self._first = first_delay
         self._max = max_delay
@@ -124,8 +136,8 @@ class LocalDiscovery:
         self._settings = settings
         signature = (wanted, ports, settings.endpoint is None, settings.discovery.enabled)
         if signature == self._signature:
-            if wanted and self.state in ("none", "loading"):
-                self._wake.set()  # the same settings again: look now
+            if wanted and self.state in ("none", "loading", "found"):
+                self._wake.set()  # the same settings again: look (or check) now
             return
         self._signature = signature
         self._ports = ports
@@ -158,14 +170,39 @@ class LocalDiscovery:
 
     def _run(self) -> None:
         self._wake = asyncio.Event()
-        self._task = asyncio.ensure_future(self._look_until_found(self._ports))
+        self._task = asyncio.ensure_future(self._follow(self._ports))
 
     def _stop(self) -> None:
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
 
-    async def _look_until_found(self, ports: tuple[int, ...]) -> None:
+    async def _follow(self, ports: tuple[int, ...]) -> None:
+        """Look until a server is found, use it while it listens, then look again."""
+        while True:
+            found = await self._look_until_found(ports)
+            await self._watch(found)
+            self._gone(found)
+
+    async def _watch(self, found: PortAnswer) -> None:
+        """Return once nothing listens on the found server's port any more."""
+        while True:
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._watch_every)
+            try:
+                if not await self._listening(found.port):
+                    return
+            except Exception:  # a failed check keeps the server
+                logger.exception("checking %s failed", found.describe())
+
+    def _gone(self, found: PortAnswer) -> None:
+        logger.warning("%s stopped listening: completions are off until a completion server "
+                       "is found again", found.describe())
+        self.state, self.found = "searching", None
+        self._on_change()
+
+    async def _look_until_found(self, ports: tuple[int, ...]) -> PortAnswer:
         delay = self._first
         while True:
             self._wake.clear()
@@ -185,7 +222,7 @@ class LocalDiscovery:
                     except Exception:  # the completions will tell what is wrong
                         logger.exception("readying %s failed", chosen.describe())
                 self._found(chosen)
-                return
+                return chosen
             if discovery.loading is not None:
                 self._loading(discovery.loading)
                 wait = self._loading_recheck

@@ -336,3 +336,25 @@ async def test_ollama_is_found_has_its_model_loaded_first_and_completes(tmp_path
     assert endpoint["kind"] == "ollama" and endpoint["url"] == ollama.base
     assert loads == 1
     assert suggestion == EXPECTED and completions == 2
+
+
+async def test_a_found_server_that_stops_is_let_go_and_found_again_when_it_is_back(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    options = discovering([port])
+    async with ServerProcess(options) as server:
+        with LlamaCppServer(tmp_path, port=port):
+            await endpoint_state(server, "found")
+        server.configure(options)  # check now rather than in ten seconds
+        gone = await endpoint_state(server, "none", "searching")
+        assert (await server.stats())["transport"]["endpoint"] is None
+        with LlamaCppServer(tmp_path, port=port) as llama:
+            server.configure(options)
+            back = await endpoint_state(server, "found")
+            server.open(URI, TEXT)
+            await server.inline_text(URI, LINE, COLUMN)
+            stats = await server.stats()
+    assert gone["url"] is None
+    assert back["url"] == llama.url
+    assert stats["upstreamCompleted"] == 1 and stats["upstreamErrors"] == 0

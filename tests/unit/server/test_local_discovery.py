@@ -177,3 +177,33 @@ async def test_ollama_found_is_loading_while_its_model_loads_then_used() -> None
     assert prepared == [("http://127.0.0.1:11434", "30m")]
     assert discovery.resolve(settings()).endpoint == "http://127.0.0.1:11434"
     await discovery.aclose()
+
+
+async def test_a_server_that_stops_listening_is_let_go_and_the_next_one_is_found() -> None:
+    ollama = PortAnswer(port=11434, state="found", kind="ollama", url="http://127.0.0.1:11434",
+                        name="Ollama", model="qwen2.5-coder:1.5b-base")
+    probe = ScriptedPorts(Discovery((LLAMA,)), Discovery((CLOSED,)), Discovery((ollama,)))
+    listens = {8012: [True, False]}
+
+    async def listening(port: int) -> bool:
+        return listens[port].pop(0) if len(listens[port]) > 1 else listens[port][0]
+
+    async def ready(answer: PortAnswer, current: Settings) -> None:
+        pass
+
+    changes: list[str] = []
+    discovery = LocalDiscovery(
+        on_change=lambda: changes.append("changed"), probe=probe, prepare=ready,
+        listening=listening, first_delay=0.001, watch_every=0.001,
+    )
+    discovery.configure(settings(ports=[8012, 11434]))
+    discovery.start()
+
+    async def on_ollama() -> bool:
+        return discovery.found is not None and discovery.found.kind == "ollama"
+
+    await until(on_ollama, "the next server to be found after the first stopped")
+    # used, let go (completions off: no endpoint), then the next one used
+    assert changes == ["changed", "changed", "changed"]
+    assert discovery.resolve(settings()).endpoint == "http://127.0.0.1:11434"
+    await discovery.aclose()
