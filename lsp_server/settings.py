@@ -183,8 +183,10 @@ class CompletionSettings:
     #: the model is sure of it; a service without them is unaffected
     confidence: bool = True
     #: a token the model gave less than this probability ends what is shown of a
-    #: suggestion (a suggestion that starts with one is not shown); 0 shows all
-    min_probability: float = 0.3
+    #: suggestion (a suggestion that starts with one is not shown); 0 shows all.
+    #: 0.35 measured on Qwen2.5-Coder-0.5B: a third fewer wrong suggestions for
+    #: 1% fewer characters saved (``tests.bench.confidence_threshold``)
+    min_probability: float = 0.35
     #: where the model is sure, let a one-line answer run on past its line
     #: (within ``maxGenerationMs``) and keep the lines after it in the cache,
     #: so typing on through them is served from memory (needs ``confidence``)
