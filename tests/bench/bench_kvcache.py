@@ -29,7 +29,13 @@ Continue's token budget) and for the server's ``--cache-reuse`` off and at
   against today's whole share: a floor under what any window can reach;
 * ours with speculative prefetch on (and the scope cache, which keeps what
   it fetches ahead), with ``completion.slotPinning`` on against off: each
-  document on slot 0 and prefetches on slot 1, or the server's own choice.
+  document on slot 0 and prefetches on slot 1, or the server's own choice;
+* last, with the default settings (``maxPromptTokens`` 1024) on a session
+  over other modules (``HELD_OUT``), a server with the test suite's default
+  batch (512, below the default limit: ``/infill`` cuts the prompts until
+  the client learns the limit) against one with ``BATCH_TOKENS``.
+
+Every other row runs with the budget below and names it (``BUDGET``).
 
 The model's tokenizer has about one token per character (byte tokens and
 single characters), so the budgets below are in characters and in tokens
@@ -109,6 +115,19 @@ SUFFIX_FIRST = {"fimTemplate": "codellama", "fimOrder": "spm"}
 #: the speculation rows replay the trace at this multiple of the typist's pace
 SPECULATION_SPEED = 2.0
 RETURN_LINE = "checked = validate(value)"
+#: the budget every row but the last runs with, as the row names say
+BUDGET = f"maxPromptTokens {MAX_PROMPT_TOKENS}, prefixChars {PREFIX_CHARS}, -b {BATCH_TOKENS}"
+#: the last row: modules the budgets were not tuned on, with the default settings
+HELD_OUT = ("difflib.py", "calendar.py")
+#: ... on a server with the test suite's default batch, below the default
+#: maxPromptTokens (1024), against one with ``BATCH_TOKENS``
+SMALL_BATCH = 512
+DEFAULTS: dict[str, Any] = {
+    "provider": "llamacpp",
+    "cache": {"policy": "none", "l2": "none"},
+    "speculative": {"enabled": False},
+    "completion": {"maxTokens": MAX_TOKENS},
+}
 
 
 def _shift(position: Position, lines: int) -> Position:
@@ -234,17 +253,21 @@ def _settings(window: str, cross_file: bool, speculation: str = "") -> dict[str,
 
 async def _measure(
     trace: Trace, workdir: Path, window: str, cache_reuse: int, cross_file: bool,
-    speculation: str = "",
+    speculation: str = "", *, batch: int = BATCH_TOKENS,
 ) -> dict[str, float]:
-    """One row's numbers: a fresh llama.cpp server, the trace replayed through ``serve``."""
+    """One row's numbers: a fresh llama.cpp server, the trace replayed through ``serve``.
+
+    ``window`` "default": the default settings but for the cache (none) and
+    the answer's length.
+    """
     from tests.support.llamacpp import LlamaCppServer
 
-    server = LlamaCppServer(
-        workdir, batch=BATCH_TOKENS, embedding=EMBEDDING, cache_reuse=cache_reuse
-    )
+    server = LlamaCppServer(workdir, batch=batch, embedding=EMBEDDING, cache_reuse=cache_reuse)
     await asyncio.to_thread(server.start)
     try:
-        settings = _settings(window, cross_file, speculation)
+        settings = (
+            DEFAULTS if window == "default" else _settings(window, cross_file, speculation)
+        )
         # speculation rows keep the typist's pace (sped up): prefetches run between keystrokes
         speed = SPECULATION_SPEED if speculation else 0.0
         result = await replay_trace(trace, endpoint=server.url, settings=settings, speed=speed)
@@ -342,6 +365,12 @@ async def measure_all(quick: bool, long: bool = False) -> Results:
                 trace, workdir, "anchored+spm", cache_reuse, False
             )
             await measure_speculation(trace, workdir, cache_reuse, out)
+        held_out = sized_session(120, 6, 1, files=HELD_OUT)
+        for batch in (SMALL_BATCH, BATCH_TOKENS):
+            (workdir / f"b{batch}").mkdir()
+            out[("default", batch, False)] = await _measure(
+                held_out, workdir / f"b{batch}", "default", 0, False, batch=batch
+            )
     return out
 
 
@@ -356,7 +385,8 @@ def run(quick: bool = False, long: bool = False) -> list[dict[str, Any]]:
     reuses, windows = _plan(long)
     rows = []
     for cache_reuse in reuses:
-        flag = f"--cache-reuse {cache_reuse}" if cache_reuse else "--cache-reuse off"
+        reuse = f"--cache-reuse {cache_reuse}" if cache_reuse else "--cache-reuse off"
+        flag = f"{reuse}, {BUDGET}"
         base = results[("sliding", cache_reuse, False)]
         requests = int(base["requests"])
         rows.append(
@@ -382,7 +412,20 @@ def run(quick: bool = False, long: bool = False) -> list[dict[str, Any]]:
                          "tokens"))
         rows.extend(prefill_rows(ours, base, flag))
         rows.extend(speculation_rows(results, cache_reuse, flag))
+    rows.extend(default_budget_rows(results))
     return rows
+
+
+def default_budget_rows(results: Results) -> list[dict[str, Any]]:
+    """Ours with the default settings on a server whose batch is below the default limit."""
+    small = results[("default", SMALL_BATCH, False)]
+    fits = results[("default", BATCH_TOKENS, False)]
+    return [
+        row(f"evaluated share, ours with default settings (maxPromptTokens 1024), "
+            f"held-out session, -b {SMALL_BATCH} vs -b {BATCH_TOKENS} "
+            f"({int(small['prefills'])}/{int(fits['prefills'])} full prefills)",
+            small["share"], fits["share"], "evaluated/sent"),
+    ]
 
 
 def prefill_rows(ours: dict[str, float], base: dict[str, float], flag: str) -> list[dict[str, Any]]:

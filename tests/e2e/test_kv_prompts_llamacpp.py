@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from lsp_server.kit.replay import replay_trace
-from tests.bench.bench_kvcache import sized_session
+from tests.bench.bench_kvcache import DEFAULTS, HELD_OUT, SMALL_BATCH, sized_session
 from tests.support.llamacpp import LlamaCppServer
 
 pytestmark = pytest.mark.e2e
@@ -111,23 +111,15 @@ def test_diagnose_reports_how_much_a_keystroke_re_evaluates(llama: LlamaCppServe
     assert "a keystroke apart" in line["hint"]
 
 
-#: modules the prompt budgets were not tuned on
-HELD_OUT = ("difflib.py", "calendar.py")
-#: the test server's default batch: /infill keeps 384 prefix tokens, less than
-#: a prompt sized for the default ``maxPromptTokens`` (1024) holds
-SMALL_BATCH = 512
-
-
 async def test_a_server_batch_below_the_default_limit_costs_few_prompts(tmp_path: Path) -> None:
-    # Default budgets: the prompts are sized for a 1024-token batch and the
+    # The test server's default batch (512) keeps 384 prefix tokens. Default
+    # budgets: the prompts are sized for a 1024-token batch and the
     # server cuts each one's start to what its 512 keep, a cut the share of
     # tokens read does not tell (388 of about 640). Left unnoticed, every
     # keystroke's prompt starts one token later and is evaluated whole.
     trace = sized_session(120, 6, 1, files=HELD_OUT)
-    defaults = {"provider": "llamacpp", "cache": {"policy": "none", "l2": "none"},
-                "speculative": {"enabled": False}, "completion": {"maxTokens": 4}}
     with LlamaCppServer(tmp_path, batch=SMALL_BATCH, embedding=128) as server:
-        result = await replay_trace(trace, endpoint=server.url, settings=defaults)
+        result = await replay_trace(trace, endpoint=server.url, settings=DEFAULTS)
     stats = result.server_stats
     assert stats["upstreamErrors"] == 0
     assert stats["provider"]["promptsCutByServer"] >= 1
