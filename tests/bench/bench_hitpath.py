@@ -20,7 +20,8 @@ hit whose line the server has just read), and the typed-through stream: the
 cached suggestion typed character by character, an edit before every
 request, each answered with the rest of it (``TypedStream``). An edit is
 read by every process before the clock starts (a round trip no process
-knows), so the rows time the request alone.
+knows, before the pause in the paced order), so the rows time the request
+alone.
 
 Three orders, because they give different ratios and an editor sees only
 one of them:
@@ -263,12 +264,20 @@ class TypedStream:
         return COL + self.typed
 
 
-async def _ask(client: WireClient, stream: TypedStream, kind: str) -> tuple[float, Any]:
-    """One timed request of ``kind``; a typed step's edit is read before the clock starts."""
+async def _ask(
+    client: WireClient, stream: TypedStream, kind: str, gap: float = 0.0
+) -> tuple[float, Any]:
+    """One timed request of ``kind`` after ``gap`` seconds idle.
+
+    A typed step's edit is read before the pause (and the clock) starts.
+    """
+    if kind == "typed":
+        stream.advance()
+        await client.sync()
+    if gap:
+        await asyncio.sleep(gap)
     if kind == "repeated":
         return await client.timed_inline(URI, LINE, COL)
-    stream.advance()
-    await client.sync()
     return await client.timed_inline(TYPED_URI, LINE, stream.column)
 
 
@@ -329,9 +338,7 @@ async def _round(
                     for _ in range(steps):
                         order.shuffle(names)
                         for name in names:
-                            if gap:
-                                await asyncio.sleep(gap)
-                            ms, result = await _ask(clients[name], streams[name], kind)
+                            ms, result = await _ask(clients[name], streams[name], kind, gap)
                             _keep(samples, (name, kind, how), ms, result)
             stats = await server.request("scopecache/stats", {})
     served = stats["served"]
