@@ -128,6 +128,8 @@ class KeptRecord:
         self._tallies: dict[tuple[str, str], Tally] = {}
         self._seen: dict[tuple[str, str], _Seen] = {}
         self._next_look = 0.0
+        #: leans already worked out since the tallies last changed (the hit path asks)
+        self._leans: dict[tuple[str, str, str], float] = {}
         #: the record changed since it was last saved
         self.dirty = False
 
@@ -160,6 +162,7 @@ class KeptRecord:
         # the kept count lags the shown one by the short window: never below zero
         missed = max(0.0, shown - kept)
         self.tally(dimension, value).add(kept, missed)
+        self._leans.clear()
         self.dirty = True
 
     def tally(self, dimension: str, value: str) -> Tally:
@@ -174,12 +177,16 @@ class KeptRecord:
     def lean(self, language: str, scope: str, source: str) -> float:
         """The lean of a suggestion: that of its least kept value, in [-1, 1]."""
         self.look()
+        known = self._leans.get((language, scope, source))
+        if known is not None:
+            return known
         leans = [
             found.lean()
             for key in (("language", language), ("scope", scope), ("source", source))
             if (found := self._tallies.get(key)) is not None
         ]
-        return max(leans, default=0.0)
+        lean = self._leans[(language, scope, source)] = max(leans, default=0.0)
+        return lean
 
     def bar(self, base: BarSource) -> BarSource:
         """``base`` moved by the lean: the seam ``gate`` takes its bar through."""
@@ -221,6 +228,7 @@ class KeptRecord:
                 self._tallies[(row.dimension, row.value)] = Tally(
                     min(bound, row.kept), min(bound, row.missed)
                 )
+        self._leans.clear()
 
 
 class LocalKept:
