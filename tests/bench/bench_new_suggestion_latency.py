@@ -21,7 +21,8 @@ they happen, each clipped to the key->ghost span so that they add up to it:
 - ``queue``: the request was at the server, which had not yet started it
   (a stream given up but still evaluating its prompt; llama.cpp's one slot);
 - ``prompt``: prompt evaluation (llama.cpp's ``timings.prompt_ms`` before
-  the first token);
+  the first token; all of the time to the first token when the stream
+  was closed before its last event, which carries the timings);
 - ``to line end``: from the first token to the first line's end (its
   newline, or the end of a one-line answer);
 - ``answer path``: from then to the ghost in the editor (scopecache's
@@ -46,6 +47,7 @@ import asyncio
 import json
 import os
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -59,11 +61,14 @@ from lsprotocol import types
 
 from lsp_server.kit.client import ServerProcess
 from tests.support.code_model import ensure
-from tests.support.sse_tap import Relayed, SseTap
+from tests.support.sse_tap import Event, Relayed, SseTap
 from tests.support.typing_session import (
     SESSION_LINES,
     SESSION_SOURCE,
+    ClientRun,
     Key,
+    SessionScore,
+    Shown,
     TypingScript,
     code_model_server,
     scopecache_settings,
@@ -150,7 +155,11 @@ class BusySampler:
 
 
 async def drive(
-    script: TypingScript, settings: dict[str, Any], busy_url: str, log_file: str | None = None
+    script: TypingScript,
+    settings: dict[str, Any],
+    busy_url: str,
+    log_file: str | None = None,
+    tree: str | None = None,
 ) -> tuple[list[KeyTimes], float, dict[str, Any]]:
     """Type ``script`` into a real server as an editor does; every send and answer timed."""
     keys: list[KeyTimes] = []
@@ -161,7 +170,11 @@ async def drive(
     # directory) moves the pacing; each run starts from none, as a new user.
     home = tempfile.TemporaryDirectory(prefix="scopecache-cache-")
     env = dict(os.environ, XDG_CACHE_HOME=home.name)
-    async with ServerProcess(settings, env=env, **logging) as server:
+    command = None
+    if tree is not None:  # the server as another source tree has it (``-P``: not this one)
+        env["PYTHONPATH"] = tree
+        command = [sys.executable, "-P", "-m", "lsp_server", "serve"]
+    async with ServerProcess(settings, command=command, env=env, **logging) as server:
         server.open(script.uri, script.text, "python")
 
         async def ask(times: KeyTimes, future: asyncio.Future[Any]) -> None:
@@ -248,7 +261,9 @@ def breakdown(item: KeyTimes, relayed: list[Relayed]) -> Breakdown:
     first = stream.first_token or line_end
     timings = stream.timings or {}
     prompt_ms = float(timings.get("prompt_ms") or 0.0)
-    server_start = max(stream.t, first - prompt_ms / 1000.0)
+    # without llama.cpp's timings (a stream closed before its end) the wait for
+    # the slot cannot be told from the prompt's evaluation: all of it is "prompt"
+    server_start = max(stream.t, first - prompt_ms / 1000.0) if timings else stream.t
     if stream.t > t:
         ended = [r.ended for r in relayed if r is not stream and r.ended is not None]
         released = any(0.0 <= stream.t - e <= TURN_SLACK and e > t for e in ended)
@@ -265,7 +280,12 @@ def breakdown(item: KeyTimes, relayed: list[Relayed]) -> Breakdown:
     )  # fmt: skip
 
 
-def measure(script: TypingScript, extra: dict[str, Any], log_file: str | None = None) -> Run:
+def measure(
+    script: TypingScript,
+    extra: dict[str, Any],
+    log_file: str | None = None,
+    tree: str | None = None,
+) -> Run:
     """One session against a fresh llama.cpp server behind the tap."""
     model = ensure()
 
@@ -273,7 +293,7 @@ def measure(script: TypingScript, extra: dict[str, Any], log_file: str | None = 
         parsed = urlparse(url)
         async with SseTap(parsed.hostname or "127.0.0.1", parsed.port or 80) as tap:
             settings = _merge(scopecache_settings(tap.url), extra)
-            keys, busy, stats = await drive(script, settings, url, log_file)
+            keys, busy, stats = await drive(script, settings, url, log_file, tree)
             return Run(keys, tap.relayed, busy, stats)
 
     with tempfile.TemporaryDirectory() as tmp, code_model_server(Path(tmp), model) as server:
@@ -334,6 +354,25 @@ def summary(run: Run) -> dict[str, Any]:
             )
         ),
         "shown_keys": sum(1 for k in run.keys if k.text),
+        "score": _score(run),
+    }
+
+
+def _score(run: Run) -> dict[str, Any]:
+    """The slow-model benchmark's figures for this run (``SessionScore``)."""
+    client = ClientRun("scopecache", busy_seconds=run.busy_seconds)
+    for k in run.keys:
+        at = k.answered - k.sent if k.answered is not None else None
+        client.shown.append(Shown(k.key, k.text, at))
+    score = SessionScore.of(client)
+    return {
+        "useful_keys": score.useful_keys,
+        "wrong_keys": score.wrong_keys,
+        "useful_suggestions": score.useful_suggestions,
+        "chars_saved_line": score.chars_saved_line,
+        "chars_saved_lines": score.chars_saved_lines,
+        "new_latency_p50": score.new_latency_p50,
+        "new_latency_p90": score.new_latency_p90,
     }
 
 
@@ -347,11 +386,12 @@ def table(label: str, figures: dict[str, Any]) -> str:
     """A plain-text table of one run's figures."""
     lines = [
         f"== {label}: {figures['new_suggestions']} new suggestions "
-        f"(p50 {figures['p50_ms']:.0f} ms, p90 {figures['p90_ms']:.0f} ms), "
+        f"(p50 {figures['p50_ms'] or 0:.0f} ms, p90 {figures['p90_ms'] or 0:.0f} ms), "
         f"kinds {figures['kinds']}, requests {figures['requests']} "
         f"(given up {figures['given_up']}), busy {figures['busy_seconds']:.1f} s, "
         f"keys shown {figures['shown_keys']} useful {figures['useful_shown_keys']}"
     ]
+    lines.append(f"score {figures['score']}")
     lines.append(f"{'stage':<12} {'share':>6} {'median ms':>10} {'fresh median ms':>16}")
     for stage in STAGES:
         lines.append(
@@ -366,6 +406,23 @@ def table(label: str, figures: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def load(path: str, script: TypingScript) -> list[tuple[dict[str, Any], Run]]:
+    """The runs a ``--json`` file kept (their settings and tree, and each run), to score again."""
+    runs = []
+    for saved in json.loads(Path(path).read_text()):
+        keys = [
+            KeyTimes(key, item["sent"], item["answered"], item["text"])
+            for key, item in zip(script.keys, saved["keys"], strict=True)
+        ]
+        relayed = [
+            Relayed(r["path"], r["t"], events=[Event(*e) for e in r["events"]], closed=r["closed"])
+            for r in saved["relayed"]
+        ]
+        label = {"settings": saved.get("settings", {}), "tree": saved.get("tree")}
+        runs.append((label, Run(keys, relayed, saved["figures"]["busy_seconds"])))
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", help="twelve lines instead of six")
@@ -376,6 +433,12 @@ def main() -> None:
         action="store_true",
         help="alternate runs without and with the --set settings, same session",
     )
+    parser.add_argument(
+        "--before",
+        metavar="DIR",
+        help="alternate runs of the server from source tree DIR (before) and this one (after)",
+    )
+    parser.add_argument("--load", metavar="JSON", help="score the runs a --json file kept")
     parser.add_argument("--json", help="write every run's figures and raw times here")
     parser.add_argument("--log", help="scopecache's DEBUG log file")
     parser.add_argument(
@@ -390,14 +453,24 @@ def main() -> None:
     root = Path(__file__).resolve().parents[2]
     script = typing_script((root / SESSION_SOURCE).read_text(), first, count, speed=args.speed)
     results = []
-    plan = [{}, extra] * args.runs if args.ab else [extra] * args.runs
-    for number, settings in enumerate(plan):
-        run = measure(script, settings, args.log)
+    if args.load:
+        for number, (label, kept) in enumerate(load(args.load, script)):
+            print(table(f"run {number + 1} {label}", summary(kept)), flush=True)
+        return
+    plan: list[tuple[dict[str, Any], str | None]] = [(extra, None)] * args.runs
+    if args.ab:
+        plan = [({}, None), (extra, None)] * args.runs
+    elif args.before:
+        plan = [(extra, args.before), (extra, None)] * args.runs
+    for number, (settings, tree) in enumerate(plan):
+        run = measure(script, settings, args.log, tree)
         figures = summary(run)
-        print(table(f"run {number + 1} {settings or 'defaults'}", figures), flush=True)
+        label = f"run {number + 1} {settings or 'defaults'} {'before' if tree else 'this tree'}"
+        print(table(label, figures), flush=True)
         results.append(
             {
                 "settings": settings,
+                "tree": tree,
                 "figures": figures,
                 "keys": [
                     {"t": k.key.t, "sent": k.sent, "answered": k.answered, "text": k.text}
@@ -414,8 +487,8 @@ def main() -> None:
                 ],
             }
         )
-    if args.json:
-        Path(args.json).write_text(json.dumps(results))
+        if args.json:  # after each run: a long session's figures are kept as they come
+            Path(args.json).write_text(json.dumps(results))
 
 
 if __name__ == "__main__":

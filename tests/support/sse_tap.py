@@ -67,14 +67,19 @@ class Relayed:
         return "".join(e.content for e in self.events)
 
     def line_done(self) -> float | None:
-        """When the answer's first line was complete: a newline after text, or its end."""
+        """When the answer's first line with text was complete: a newline after it, or its end.
+
+        An answer at a line's end starts with a newline: its first line is
+        the next one. An answer the client closed (cut by its bounds, or
+        given up) ends when it closed.
+        """
         text = ""
         for event in self.events:
             text += event.content
-            end = text.find("\n")
-            if (end > 0 and text[:end].strip()) or event.stop:
+            start = len(text) - len(text.lstrip())
+            if (text.strip() and "\n" in text[start:]) or event.stop:
                 return event.t
-        return None
+        return self.closed
 
     @property
     def timings(self) -> dict[str, Any] | None:
