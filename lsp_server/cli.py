@@ -263,6 +263,12 @@ def _add_simulate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="--timed: time per streamed token, in ms (default: 20)",
     )  # fmt: skip
     p.add_argument(
+        "--service", choices=("remote", "local"), default="remote",
+        help="--timed: the service's cost model: remote (hosted, OpenAI-compatible: a cancel "
+        "stops the prompt) or local (llama.cpp, Ollama: one slot, doomed streams, the idle "
+        "rule) (default: remote)",
+    )  # fmt: skip
+    p.add_argument(
         "--designs",
         default="tabby,continue,cody,copilot,ours",
         metavar="LIST",
