@@ -189,8 +189,10 @@ class CompletionSettings:
     min_probability: float = 0.35
     #: where the model is sure, let a one-line answer run on past its line
     #: (within ``maxGenerationMs``) and keep the lines after it in the cache,
-    #: so typing on through them is served from memory (needs ``confidence``)
-    run_on: bool = True
+    #: so typing on through them is served from memory (needs ``confidence``).
+    #: Off: on a one-slot CPU server it kept the slot longer and saved less
+    #: (``tests.bench.confidence_ab``)
+    run_on: bool = False
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""

@@ -5,9 +5,8 @@ real code model on llama.cpp, two threads, one slot), typed into the real
 ``scopecache serve`` once per variant, each against a freshly started server:
 
 - ``without``: ``completion.confidence`` off, as before probabilities;
-- ``confidence``: probabilities asked for and cut by, no run-on
-  (``completion.runOn`` off);
-- ``run-on``: the defaults, where a sure answer runs on past its line.
+- ``confidence``: the defaults: probabilities asked for and cut by;
+- ``run-on``: and a sure answer runs on past its line (``completion.runOn``).
 
 Rows: the session score of each (``SessionScore``), side by side.
 
@@ -33,8 +32,8 @@ from tests.support.typing_session import (
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "without": {"confidence": False},
-    "confidence": {"runOn": False},
-    "run-on": {},
+    "confidence": {},
+    "run-on": {"runOn": True},
 }
 FIELDS = (
     "shown", "useful_keys", "wrong_keys", "useful_suggestions", "chars_saved_line",

@@ -136,7 +136,7 @@ async def test_a_sure_answer_runs_on_and_its_next_line_is_served_from_memory() -
                   (" in", 0.99), (" values", 0.9), (":", 0.99), ("\n", 0.9), ("    ", 0.9),
                   ("zzz", 0.05), ("\n", 0.9)]
     backend = LinesBackend([first, sure_lines])
-    pipe = pipeline(backend, min_probability=0.3)
+    pipe = pipeline(backend, min_probability=0.3, run_on=True)
     # the first answer teaches that the service scores its tokens: asked for one line
     ctx = context(BODY + "    double = ")
     answer = await pipe.complete(URI, ctx, still_current=lambda: True)
