@@ -6,12 +6,17 @@ the counts an ``AcceptanceLedger`` would have reached, as ``AcceptanceCounts``.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from lsprotocol import types
 
 from cache.l2.kept_file import KeptFile, KeptRow, kept_path
+from cache.policies import make_policy
+from cache.store import CompletionStore
 from lsp_server.completion.gate import ShowBar, fixed_bar
+from lsp_server.completion.inflight import InflightRegistry
 from lsp_server.completion.kept_bar import (
     DECAY,
     MAX_LOWER,
@@ -21,11 +26,49 @@ from lsp_server.completion.kept_bar import (
     KeptRecord,
     LocalKept,
 )
+from lsp_server.completion.notify import UserNotifier
+from lsp_server.completion.pipeline import CompletionPipeline
 from lsp_server.completion.throttle import MissThrottle
+from lsp_server.documents.store import DocumentStore
+from lsp_server.documents.syntax import SyntaxContext, syntax_context
 from lsp_server.observe.acceptance import AcceptanceCounts
+from lsp_server.observe.stats import ServerStats
+from lsp_server.settings import CompletionSettings
 from tests.support import conditions
+from transport.backend import CompletionBackend, CompletionRequest, ScoredText
 
 BASE = ShowBar(min_probability=0.3, max_lines=8)
+URI = "file:///p/app.py"
+TEXT = "def scaled(values, factor):\n    result = "
+
+
+class ScoredBackend(CompletionBackend):
+    """Answers with tokens and the probability the model gave each."""
+
+    def __init__(self, tokens: list[tuple[str, float]]) -> None:
+        self.tokens = tokens
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
+        for text, probability in self.tokens:
+            yield ScoredText(text, probability) if request.probabilities else text
+
+
+def confidence_pipeline(backend: CompletionBackend) -> CompletionPipeline:
+    return CompletionPipeline(
+        store=CompletionStore(make_policy("hybrid", 64)),
+        backend=backend,
+        stats=ServerStats(),
+        throttle=MissThrottle(min_delay=0.0, max_delay=0.0),
+        inflight=InflightRegistry(),
+        notifier=UserNotifier(lambda params: None),
+        completion=CompletionSettings(min_probability=0.3),
+    )
+
+
+def context(text: str) -> SyntaxContext:
+    doc = DocumentStore().open(URI, "python", 1, text)
+    lines = text.split("\n")
+    return syntax_context(doc, types.Position(line=len(lines) - 1, character=len(lines[-1])))
 
 
 class Counted:
@@ -155,3 +198,23 @@ async def test_the_local_record_is_read_at_start_and_written_at_the_end(tmp_path
     # with no file (cache.l2 = "none") nothing is written anywhere
     assert kept_path("none") is None
     assert kept_path("sqlite", str(tmp_path / "l2.sqlite")) == path
+
+
+async def test_through_the_pipeline_the_kept_record_moves_where_a_suggestion_is_cut() -> None:
+    tokens = [("scale", 0.97), ("(", 0.99), ("values", 0.5), (",", 0.95), (" factor", 0.25),
+              (")", 0.9)]  # fmt: skip
+    cuts = {}
+    for kept in (None, 0, 30):
+        ledger = Counted()
+        record = record_of(ledger)
+        if kept is not None:
+            ledger.suggestions(language="python", source="upstream", shown=30, kept=kept)
+        pipe = confidence_pipeline(ScoredBackend(tokens))
+        pipe.show_bar = record.bar(fixed_bar(ShowBar(min_probability=0.3)))
+        answer = await pipe.complete(URI, context(TEXT), still_current=lambda: True)
+        cuts[kept] = None if answer is None else answer.text
+    assert cuts == {
+        None: "scale(values,",  # nothing learnt yet: the configured bar
+        0: "scale(",  # nothing kept: a higher bar cuts at the doubtful "values"
+        30: "scale(values, factor)",  # everything kept: a lower bar shows it whole
+    }
