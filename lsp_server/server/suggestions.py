@@ -182,11 +182,10 @@ def _served(
             ls.heat.record_line(automatic=automatic, line_prefix=ctx.line_prefix)
         return None
     latency_ms = (time.perf_counter() - started) * 1000.0
-    if suggestion.text and ls.speculator.settings.enabled and ls.backend is not None:
-        _speculate_after(ls, doc, version, ctx, suggestion)
     uri, text, source = doc.uri, suggestion.text, suggestion.source
     item_id = ls.served.remember(ServedItem(uri, ctx.line, ctx.character, text, source))
-    _after_the_answer(_after_served, ls, automatic, item_id, uri, ctx, text, source, latency_ms)
+    _after_the_answer(_after_served, ls, automatic, item_id, doc, version, ctx, suggestion,
+                      latency_ms)
     if ls.recorder is not None:
         ls.recorder.shown(item_id, uri, ctx, text, source, latency_ms)
     return suggestion, item_id, ctx
@@ -196,16 +195,18 @@ def _after_served(
     ls: ScopecacheServer,
     automatic: bool | None,
     item_id: str,
-    uri: str,
+    doc: Document,
+    version: int,
     ctx: SyntaxContext,
-    text: str,
-    source: str,
+    suggestion: Suggestion,
     latency_ms: float,
 ) -> None:
-    """What follows a suggestion's answer: the ledger's record of it, the request's heat."""
-    ls.accepts.shown(item_id, uri, ctx, text, source, latency_ms)
+    """What follows a suggestion's answer: its ledger record, heat and prefetch timer."""
+    ls.accepts.shown(item_id, doc.uri, ctx, suggestion.text, suggestion.source, latency_ms)
     if automatic is not None:
         ls.heat.record_line(automatic=automatic, line_prefix=ctx.line_prefix)
+    if suggestion.text and ls.speculator.settings.enabled and ls.backend is not None:
+        _speculate_after(ls, doc, version, ctx, suggestion)
 
 
 def _after_the_answer(callback: Callable[..., None], *args: Any) -> None:
