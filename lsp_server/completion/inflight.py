@@ -67,6 +67,8 @@ class InflightStream:
     doomed: bool = False
     #: the text once its first line is complete (or the stream ended)
     first_line: asyncio.Future[str] | None = field(default=None, repr=False)
+    #: why the registry cancelled it (``InflightRegistry.cancelled_by``'s reasons), if it did
+    cancelled_for: str | None = None
     #: (offset in ``text``, probability) of each chunk the service scored
     scores: list[tuple[int, float]] = field(default_factory=list, repr=False)
     #: where the first chunk below the bounds' bar (or not scored) starts (None: none)
@@ -346,6 +348,7 @@ class InflightRegistry:
         self._forget(stream)
 
     def _count_cancel(self, stream: InflightStream, reason: str) -> None:
+        stream.cancelled_for = reason
         self.cancelled_upstream += 1
         self.cancelled_by[reason] = self.cancelled_by.get(reason, 0) + 1
         self.wasted_chars += len(stream.text)

@@ -320,11 +320,14 @@ class UpstreamStreams:
         was read before this call, while the document was the one ``ctx``
         was taken from.
         """
-        if not turns.needed or self._host.inflight.busy(uri) is None:
+        ahead = self._host.inflight.busy(uri)
+        if not turns.needed or ahead is None:
             self.start(uri, key, anchor, ctx, predicted=predicted)
             return
         self._waiting_to_speculate.add(uri)
-        task = asyncio.ensure_future(self._speculate_later(uri, key, anchor, ctx, predicted, turns))
+        task = asyncio.ensure_future(
+            self._speculate_later(uri, key, anchor, ctx, predicted, turns, ahead)
+        )
         self._speculations.add(task)
         task.add_done_callback(self._speculations.discard)
 
@@ -336,6 +339,7 @@ class UpstreamStreams:
         ctx: SyntaxContext,
         predicted: tuple[int, str],
         turns: DocumentTurns,
+        ahead: InflightStream,
     ) -> None:
         host = self._host
         try:
@@ -343,6 +347,8 @@ class UpstreamStreams:
                 self.speculations_yielded += 1
                 logger.debug("speculative prefetch at line %d gave way to a miss", ctx.line)
                 return
+            if ahead.cancelled_for in ("closed", "stopped"):
+                return  # the document closed, or the service or settings changed
             # The stream that ended may have answered this state already.
             if host.store.lookup(key, anchor, ctx.line_prefix) is not None:
                 return

@@ -177,3 +177,15 @@ async def test_a_waiting_prefetch_gives_its_turn_to_a_miss() -> None:
     backend.queues[1].put_nowait(END)
     await other
     assert len(backend.requests) == 2
+
+
+async def test_a_waiting_prefetch_is_dropped_when_its_document_closes() -> None:
+    backend = ScriptedBackend(LOCAL_SERVER)
+    pipe = pipeline(backend)
+    first = asyncio.ensure_future(pipe.complete(URI, at("    msg = "), still_current=lambda: True))
+    await until(lambda: len(backend.queues) == 1, "the miss to reach the service")
+    pipe.prefetch(URI, at("    ", line=2, head=NEXT_HEAD), predicted=(1, '    msg = "hi"'))
+    pipe.inflight.cancel_document(URI)  # the editor closed the document
+    assert await first is None
+    await until(lambda: not pipe.upstream.waiting_to_speculate(URI), "the prefetch to end")
+    assert len(pipe.inflight) == 0 and pipe.stats.speculative_requests == 0
