@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +20,18 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from tests.support.reference import ReferenceService  # noqa: E402
+
+# The servers the tests start keep what they learn under the user's cache
+# directory by default (the SQLite L2, the kept record): give the session a
+# cache directory of its own, so that no test reads what a developer's editor
+# or an earlier test left there. The installed tools (code-server, the code
+# model, wheels) stay where they are cached.
+os.environ.setdefault(
+    "SCOPECACHE_TOOLS_DIR",
+    str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "scopecache" / "tools"),
+)
+os.environ["XDG_CACHE_HOME"] = _SESSION_CACHE = tempfile.mkdtemp(prefix="scopecache-test-cache-")
+atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
 
 # In CI every run explores the same examples, so a property failure there is
 # reproducible from the log; developers' runs keep exploring new ones.
