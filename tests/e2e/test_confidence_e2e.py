@@ -1,8 +1,9 @@
 """The model's confidence end to end: the real server against the reference service.
 
-The reference service gives each token the share of its corpus places that
-go on the same way: two copies of a function that part at the last argument
-make that argument a coin toss (0.5), the rest sure.
+The reference service, started with ``--probabilities``, gives each token
+the share of its corpus places that go on the same way: two copies of a
+function that part at the last argument make that argument a coin toss
+(0.5), the rest sure.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ TEXT = "def volume_c(depth):\n    total = "
 def parting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceService]:
     corpus = tmp_path_factory.mktemp("corpus") / "shapes.py"
     corpus.write_text(CORPUS)
-    with ReferenceService(tls=True, corpus=[corpus]) as service:
+    with ReferenceService(tls=True, corpus=[corpus], extra_args=["--probabilities"]) as service:
         yield service
 
 

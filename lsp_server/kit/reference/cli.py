@@ -90,6 +90,7 @@ async def serve(args: argparse.Namespace) -> int:
         print("scopecache upstream: --corpus-limit-mb must be > 0", file=sys.stderr)
         return 2
     engine = engine_for(args.corpus or [], limit_bytes=int(args.corpus_limit_mb * 1e6))
+    engine.probabilities = args.probabilities
     app = ReferenceApp(
         engine,
         latency=Latency(ttft_ms=args.ttft_ms, token_ms=args.token_ms),

@@ -20,7 +20,8 @@ punctuation character (``TOKEN_PATTERN``); whitespace at the very end is a
 token of its own. Concatenating the tokens of a text gives the text back, so
 streaming deltas are tokens and ``max_tokens`` counts them.
 
-Probabilities (asked with ``probabilities=True``): a token's probability is
+Probabilities (an engine started with ``probabilities``, ``scopecache upstream
+--probabilities``, asked with ``probabilities=True``): a token's probability is
 the share of the corpus places that continue the same way, among those that
 matched the prompt's tail and agree with the answer so far (at most
 ``MAX_ALTERNATIVES`` places). A continuation the corpus has once is sure
@@ -89,6 +90,8 @@ class CorpusEngine:
 
     def __init__(self, documents: Iterable[str] = ()) -> None:
         self._parts: list[str] = []
+        #: give token probabilities when asked (off: a service that gives none)
+        self.probabilities = False
         self._text = DOC_SEPARATOR
         self._index: dict[str, array[int]] = {}
         for doc in documents:
@@ -214,7 +217,7 @@ class CorpusEngine:
             if len(tokens) > max_tokens:
                 text = "".join(tokens[:max_tokens])
                 finish = "length"
-        if not probabilities:
+        if not (probabilities and self.probabilities):
             return Completion(text, finish, prompt_tokens, length)
         shares = self._shares(prefix[-length:], end, text)
         return Completion(text, finish, prompt_tokens, length, shares)

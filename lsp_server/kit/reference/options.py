@@ -77,6 +77,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "is answered with 400 and a closed connection, TLS offers only http/1.1",
     )
     p.add_argument(
+        "--probabilities",
+        action="store_true",
+        help="give each token's probability where a request asks for them (llama.cpp "
+        "n_probs, OpenAI and Ollama logprobs): the share of the corpus places that go on "
+        "the same way (default: off, as a service that gives none)",
+    )
+    p.add_argument(
         "--close-after-stream",
         action="store_true",
         help="close the TCP connection after every streamed response, as llama-server does",

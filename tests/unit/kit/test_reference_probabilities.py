@@ -6,6 +6,13 @@ from lsp_server.kit.reference.dialects import Ask, OpenAICompletions
 from lsp_server.kit.reference.engine import CorpusEngine
 from lsp_server.kit.reference.local_dialects import LlamaInfill, OllamaGenerate
 
+
+def scoring() -> CorpusEngine:
+    engine = CorpusEngine(CORPUS)
+    engine.probabilities = True
+    return engine
+
+
 CORPUS = (
     "def area(width, height):\n    return width * height\n",
     "def volume(depth):\n    total = scale(depth, 2)\n",
@@ -15,20 +22,21 @@ CORPUS = (
 
 def test_a_continuation_the_corpus_has_once_is_sure_throughout() -> None:
     prefix = "def area(width, height):\n    return "
-    done = CorpusEngine(CORPUS).complete(prefix, probabilities=True)
+    done = scoring().complete(prefix, probabilities=True)
     assert done.text == "width * height"
     assert done.probabilities == (1.0,) * len(done.tokens)
 
 
 def test_the_token_where_two_copies_part_has_their_share() -> None:
-    done = CorpusEngine(CORPUS).complete("    total = ", probabilities=True)
+    done = scoring().complete("    total = ", probabilities=True)
     assert done.text == "scale(depth, 2)"
     shares = dict(zip(done.tokens, done.probabilities, strict=True))
     assert shares["scale"] == 1.0 and shares[" 2"] == 0.5 and shares[")"] == 1.0
 
 
-def test_without_asking_there_are_none() -> None:
-    assert CorpusEngine(CORPUS).complete("    total = ").probabilities == ()
+def test_without_asking_or_without_the_flag_there_are_none() -> None:
+    assert scoring().complete("    total = ").probabilities == ()
+    assert CorpusEngine(CORPUS).complete("    total = ", probabilities=True).probabilities == ()
 
 
 def test_each_dialect_parses_the_ask_and_renders_the_probability() -> None:
