@@ -6,7 +6,8 @@ Lookup order for one request (DESIGN.md, "One keystroke, as data"):
    of a cached suggestion: serve the rest); the store verifies every entry
    against the current line before returning it;
 2. an upstream stream in flight whose prediction the user is typing through:
-   attach to it instead of asking again;
+   attach to it instead of asking again (on a slow local server, what it
+   has of the line so far is shown at once: ``_line_so_far``);
 3. the shared L2 tier, verified like L1 (an entry with empty text records that
    the service had nothing to suggest there: answered empty, not asked again);
 4. upstream, after the miss throttle, once the document has no other stream
@@ -387,6 +388,25 @@ class CompletionPipeline:
         """
         return self.throttle.slow or (stream.bounds is not None and stream.bounds.run_on)
 
+    def _line_so_far(self, stream: InflightStream, line_prefix: str) -> bool:
+        """Whether to show ``stream``'s line as it is now rather than once it is complete.
+
+        On a slow local server, to a developer who typed through the start
+        of what the stream produced (the model was right so far): they see
+        the rest so far at once, not when the model reaches the newline,
+        which often comes after their next key. Nothing more is asked of the
+        server. With nothing typed through, or on a remote service (whose
+        unattended streams are given up after a grace), the request waits
+        for the line.
+        """
+        typed = stream.typed_since(line_prefix)
+        if not typed or stream.finished or not self.throttle.slow:
+            return False
+        if self.inflight.cost().cancel_saves_prompt:
+            return False
+        ahead = stream.text[len(typed) :]
+        return stream.text.startswith(typed) and bool(ahead.strip()) and "\n" not in ahead
+
     def idle_local_server(self) -> bool:
         """Whether the service is a local server with none of our streams at it.
 
@@ -420,7 +440,11 @@ class CompletionPipeline:
         stream = self.inflight.find(anchor, ctx.line_prefix)
         if stream is None:
             return None
-        text = await self.upstream.wait(stream, first_line=self._first_line(stream))
+        text: str | None
+        if self._line_so_far(stream, ctx.line_prefix):
+            text = stream.text  # typed through while its line is still coming
+        else:
+            text = await self.upstream.wait(stream, first_line=self._first_line(stream))
         typed = stream.typed_since(ctx.line_prefix) or ""
         if text is None or len(text) <= len(typed) or not text.startswith(typed):
             return None

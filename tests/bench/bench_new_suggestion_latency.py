@@ -438,6 +438,9 @@ def main() -> None:
         metavar="DIR",
         help="alternate runs of the server from source tree DIR (before) and this one (after)",
     )
+    parser.add_argument(
+        "--after", metavar="DIR", help="with --before: the source tree of the 'after' runs"
+    )
     parser.add_argument("--load", metavar="JSON", help="score the runs a --json file kept")
     parser.add_argument("--json", help="write every run's figures and raw times here")
     parser.add_argument("--log", help="scopecache's DEBUG log file")
@@ -461,11 +464,11 @@ def main() -> None:
     if args.ab:
         plan = [({}, None), (extra, None)] * args.runs
     elif args.before:
-        plan = [(extra, args.before), (extra, None)] * args.runs
+        plan = [(extra, args.before), (extra, args.after)] * args.runs
     for number, (settings, tree) in enumerate(plan):
         run = measure(script, settings, args.log, tree)
         figures = summary(run)
-        label = f"run {number + 1} {settings or 'defaults'} {'before' if tree else 'this tree'}"
+        label = f"run {number + 1} {settings or 'defaults'} {tree or 'this tree'}"
         print(table(label, figures), flush=True)
         results.append(
             {
