@@ -5,8 +5,10 @@ architecture, two layers, tiny dimensions) and a small SentencePiece-style
 vocabulary: ``<unk>``, ``<s>``, ``</s>``, the 256 byte tokens, the FIM
 control tokens (``<PRE>``, ``<SUF>``, ``<MID>``, ``<EOT>``, with their
 ``tokenizer.ggml.fim_*_token_id`` ids, so ``/infill`` works) and a few
-word pieces. Its answers are gibberish; the tests that use it are about
-protocol, streaming, cancellation, connections and token accounting. The
+word pieces. Its answers are gibberish, but sure gibberish (a peaked output
+layer: each greedy token near probability 1), so the confidence bar shows
+them; the tests that use it are about protocol, streaming, cancellation,
+connections and token accounting. The
 output rows of the control tokens and of the newline byte are zero, so
 greedy decoding never ends an answer early: a request runs to its token
 limit, long enough to be cancelled mid-stream.
@@ -123,7 +125,9 @@ def write_tiny_model(path: Path, *, embedding: int = 512, layers: int = 2) -> Pa
     ones = np.ones(embedding, dtype=np.float32)
     writer.add_tensor("token_embd.weight", random(vocab, embedding))
     writer.add_tensor("output_norm.weight", ones)
-    output = random(vocab, embedding)
+    # Scaled up: greedy decoding picks the same tokens, now with a probability
+    # near 1, as a model sure of its answer (the confidence bar lets it through).
+    output = random(vocab, embedding) * 40.0
     # Never predicted under greedy decoding: the end tokens, the FIM tokens, newline.
     for index in (0, bos, eos, newline, *fim):
         output[index] = 0.0
