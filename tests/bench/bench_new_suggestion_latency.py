@@ -29,7 +29,8 @@ they happen, each clipped to the key->ghost span so that they add up to it:
   answer, the gate, the LSP write, the editor's read).
 
 A suggestion whose stream ended before its key is ``from memory`` (an L1
-hit, or an answer kept from an earlier stream): all its time is the answer
+hit, or an answer kept from an earlier stream), one shown from a stream
+still generating its line is ``so far``: all their time is the answer
 path. Each run's server starts with an empty acceptance record (its own
 cache directory): what earlier sessions kept would move the pacing.
 Stages are reported as each one's share of all key->ghost time (the
@@ -97,7 +98,9 @@ class Breakdown:
     key: Key
     total: float
     stages: dict[str, float]
-    kind: str  # "fresh", "running" (its stream was at the server before the key), "memory"
+    #: "fresh", "running" (its stream was at the server before the key), "so far" (the
+    #: line so far of a stream still generating), "memory"
+    kind: str
     prompt_n: int | None = None
     cache_n: int | None = None
     tokens_to_line_end: int | None = None
@@ -255,8 +258,13 @@ def breakdown(item: KeyTimes, relayed: list[Relayed]) -> Breakdown:
     done = [(r.line_done(), r) for r in relayed]
     serving = [(d, r) for d, r in done if d is not None and t <= d <= ghost]
     if not serving:
+        # the line so far of a stream still generating, or an answer kept in memory
         stages["answer path"] = total
-        return Breakdown(item.key, total, stages, "memory")
+        running = any(
+            r.t < t and (r.first_token or ghost) < ghost and (r.ended or ghost) >= ghost
+            for r in relayed
+        )
+        return Breakdown(item.key, total, stages, "so far" if running else "memory")
     line_end, stream = max(serving, key=lambda pair: pair[0])
     first = stream.first_token or line_end
     timings = stream.timings or {}
@@ -317,7 +325,8 @@ def summary(run: Run) -> dict[str, Any]:
     totals = [b.total for b in items]
     all_time = sum(totals) or 1.0
     kinds = {
-        kind: sum(1 for b in items if b.kind == kind) for kind in ("fresh", "running", "memory")
+        kind: sum(1 for b in items if b.kind == kind)
+        for kind in ("fresh", "running", "so far", "memory")
     }
     fresh = [b for b in items if b.kind == "fresh"]
     return {
@@ -457,8 +466,23 @@ def main() -> None:
     script = typing_script((root / SESSION_SOURCE).read_text(), first, count, speed=args.speed)
     results = []
     if args.load:
+        arms: dict[str, list[Breakdown]] = {}
         for number, (label, kept) in enumerate(load(args.load, script)):
             print(table(f"run {number + 1} {label}", summary(kept)), flush=True)
+            items = [breakdown(k, kept.relayed) for k in new_suggestions(kept.keys)]
+            arms.setdefault(str(label), []).extend(items)
+        for arm, items in arms.items():
+            all_time = sum(b.total for b in items) or 1.0
+            shares = ", ".join(
+                f"{stage} {100 * sum(b.stages[stage] for b in items) / all_time:.0f}%"
+                for stage in STAGES
+            )
+            median = 1000 * statistics.median(b.total for b in items) if items else 0.0
+            print(
+                f"== all runs of {arm}: {len(items)} new suggestions, median {median:.0f} ms,"
+                f" key->ghost {sum(b.total for b in items):.2f} s in all"
+            )
+            print(f"   share of key->ghost time: {shares}")
         return
     plan: list[tuple[dict[str, Any], str | None]] = [(extra, None)] * args.runs
     if args.ab:
