@@ -114,6 +114,14 @@ def line_above_of(context: str) -> str:
     return ""
 
 
+def without_line_suffix(first_line: str, line_suffix: str) -> str:
+    """``first_line`` without the text after the cursor it ends with (already in the buffer)."""
+    tail = line_suffix.rstrip()
+    if tail and first_line.endswith(tail):
+        return first_line[: len(first_line) - len(tail)]
+    return first_line
+
+
 def only_closers(text: str) -> bool:
     """Nothing but whitespace and closing brackets, quotes or separators."""
     return all(char.isspace() or char in _CLOSERS for char in text)
@@ -147,12 +155,9 @@ def _whole_lines(text: str, sure: int) -> str:
 
 def _cheap_rejects(text: str, max_lines: int, around: Surroundings) -> Verdict:
     lines = text.split("\n", max_lines)[:max_lines]
-    first = lines[0]
-    tail = around.line_suffix.rstrip()
-    if tail and first.endswith(tail):
-        first = first[: len(first) - len(tail)]  # the rest of the line is already there
-        if not first.strip() and len(lines) == 1:
-            return Verdict("", REPEAT)
+    first = without_line_suffix(lines[0], around.line_suffix)
+    if first != lines[0] and not first.strip() and len(lines) == 1:
+        return Verdict("", REPEAT)  # all of it is the rest of the line, already there
     lines[0] = first
     if first.strip() and not only_closers(first):
         written = (around.line_prefix + first).strip()

@@ -62,6 +62,7 @@ from lsp_server.completion.gate import (
     gate,
     line_above_of,
     next_line_of,
+    without_line_suffix,
 )
 from lsp_server.completion.inflight import InflightRegistry, InflightStream
 from lsp_server.completion.mid_line import position_allowed, suggestion_allowed
@@ -168,9 +169,7 @@ class _Request(NamedTuple):
 def fit_to_line(text: str, line_suffix: str) -> str:
     """Trim what the buffer already has after the cursor, and overlong answers."""
     lines = text.split("\n")[:MAX_SUGGESTION_LINES]
-    tail = line_suffix.rstrip()
-    if tail and lines[0].endswith(tail):
-        lines[0] = lines[0][: len(lines[0]) - len(tail)]
+    lines[0] = without_line_suffix(lines[0], line_suffix)
     return "\n".join(lines).rstrip() if len(lines) > 1 else lines[0]
 
 
