@@ -436,6 +436,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", help="twelve lines instead of six")
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument(
+        "--source", default=SESSION_SOURCE, help="the file typed into (default: the session's)"
+    )
+    parser.add_argument(
+        "--lines", metavar="FIRST,COUNT", help="the lines typed back (0-based first line)"
+    )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
         "--ab",
@@ -462,8 +468,10 @@ def main() -> None:
     args = parser.parse_args()
     extra = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
     first, count = SESSION_LINES["full" if args.full else "short"]
+    if args.lines:
+        first, count = (int(part) for part in args.lines.split(","))
     root = Path(__file__).resolve().parents[2]
-    script = typing_script((root / SESSION_SOURCE).read_text(), first, count, speed=args.speed)
+    script = typing_script((root / args.source).read_text(), first, count, speed=args.speed)
     results = []
     if args.load:
         arms: dict[str, list[Breakdown]] = {}
