@@ -114,6 +114,8 @@ class Run:
     relayed: list[Relayed]
     busy_seconds: float
     stats: dict[str, Any] = field(default_factory=dict)
+    #: llama.cpp's own counters at the end: prompt tokens evaluated, tokens generated
+    work: dict[str, float] = field(default_factory=dict)
 
 
 class BusySampler:
@@ -305,7 +307,14 @@ def measure(
             return Run(keys, tap.relayed, busy, stats)
 
     with tempfile.TemporaryDirectory() as tmp, code_model_server(Path(tmp), model) as server:
-        return asyncio.run(session(server.url))
+        run = asyncio.run(session(server.url))
+        # the server's own counts, closed streams included: its work, which load does not inflate
+        counters = server.metrics()
+        run.work = {
+            "prompt_tokens": counters.get("prompt_tokens_total", 0.0),
+            "generated_tokens": counters.get("tokens_predicted_total", 0.0),
+        }
+        return run
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -352,6 +361,8 @@ def summary(run: Run) -> dict[str, Any]:
         "requests": len(run.relayed),
         "given_up": sum(1 for r in run.relayed if r.closed is not None),
         "busy_seconds": run.busy_seconds,
+        "prompt_tokens": int(run.work.get("prompt_tokens", 0)),
+        "generated_tokens": int(run.work.get("generated_tokens", 0)),
         "useful_shown_keys": sum(
             1
             for k in run.keys
@@ -397,7 +408,8 @@ def table(label: str, figures: dict[str, Any]) -> str:
         f"== {label}: {figures['new_suggestions']} new suggestions "
         f"(p50 {figures['p50_ms'] or 0:.0f} ms, p90 {figures['p90_ms'] or 0:.0f} ms), "
         f"kinds {figures['kinds']}, requests {figures['requests']} "
-        f"(given up {figures['given_up']}), busy {figures['busy_seconds']:.1f} s, "
+        f"(given up {figures['given_up']}), busy {figures['busy_seconds']:.1f} s "
+        f"(tokens: {figures['prompt_tokens']} prompt, {figures['generated_tokens']} generated), "
         f"keys shown {figures['shown_keys']} useful {figures['useful_shown_keys']}"
     ]
     lines.append(f"score {figures['score']}")
@@ -428,7 +440,9 @@ def load(path: str, script: TypingScript) -> list[tuple[dict[str, Any], Run]]:
             for r in saved["relayed"]
         ]
         label = {"settings": saved.get("settings", {}), "tree": saved.get("tree")}
-        runs.append((label, Run(keys, relayed, saved["figures"]["busy_seconds"])))
+        figures = saved["figures"]
+        work = {k: figures.get(k, 0) for k in ("prompt_tokens", "generated_tokens")}
+        runs.append((label, Run(keys, relayed, figures["busy_seconds"], work=work)))
     return runs
 
 
