@@ -283,6 +283,10 @@ class HttpCompletionBackend(CompletionBackend):
                             yield chunk
                     break
                 except errors.TransportError as exc:
+                    plain = None if produced else self._without_probabilities(exc, body)
+                    if plain is not None:
+                        body = plain
+                        continue
                     delay = await self._retry_delay(exc, attempt, produced, headers)
                     if delay is None:
                         raise
@@ -303,6 +307,27 @@ class HttpCompletionBackend(CompletionBackend):
             if outcome == "abandoned":
                 self._counters.cancelled += 1
                 self.breaker.record_abandoned()
+
+    def _without_probabilities(
+        self, exc: errors.TransportError, body: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The body to ask again with when the service refused token probabilities.
+
+        A client error (400, 422) to a body that asked for probabilities is
+        taken as the service not knowing the field: the same request goes
+        again at once without it, and no later request asks (the answers are
+        shown as a service without probabilities would have them shown).
+        """
+        if not isinstance(exc, errors.UpstreamStatusError) or exc.status not in (400, 422):
+            return None
+        plain = self._provider.drop_probabilities(body)
+        if plain is not None:
+            logger.warning(
+                "%s refused token probabilities (HTTP %d): asking without them from now on; "
+                "set completion.confidence to false to stop asking",
+                self._provider.name, exc.status,
+            )
+        return plain
 
     async def _retry_delay(
         self, exc: errors.TransportError, attempt: int, produced: bool, headers: dict[str, str]

@@ -329,6 +329,28 @@ class Provider(ABC):
         self.profile = profile
         #: receives the token numbers of every answer that reports them
         self.on_usage: UsageSink | None = None
+        #: the service answered a request asking for token probabilities with
+        #: a client error: ask for them no more (``drop_probabilities``)
+        self.probabilities_refused = False
+
+    #: the body field that asks for token probabilities ("" when none)
+    probability_field = ""
+
+    def asks_probabilities(self, request: CompletionRequest) -> bool:
+        """Whether this request's body asks for token probabilities."""
+        return request.probabilities and not self.probabilities_refused
+
+    def drop_probabilities(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """``body`` without its probability field, remembered for later requests.
+
+        None when ``body`` did not ask for probabilities: a client error then
+        has another cause. Some OpenAI-compatible services reject ``logprobs``
+        (HTTP 400 or 422); they are asked as before, without it.
+        """
+        if not self.probability_field or self.probability_field not in body:
+            return None
+        self.probabilities_refused = True
+        return {k: v for k, v in body.items() if k != self.probability_field}
 
     def report(self, usage: TokenUsage | None, sink: UsageSink | None = None) -> None:
         """Hand an answer's token numbers to ``on_usage`` and to this answer's ``sink``."""
@@ -418,6 +440,7 @@ class OpenAIProvider(Provider):
     """OpenAI-compatible ``/completions`` with ``suffix``, or with a FIM template."""
 
     name = "openai"
+    probability_field = "logprobs"
 
     @property
     def probe_url(self) -> str:
@@ -443,7 +466,7 @@ class OpenAIProvider(Provider):
         stop = self.stop(request)
         if stop:
             body["stop"] = stop
-        if request.probabilities:
+        if self.asks_probabilities(request):
             body["logprobs"] = 1  # the chosen token's, and one alternative
         return f"{self.options.openai_base}/completions", body
 
@@ -497,6 +520,7 @@ class LlamaCppProvider(Provider):
     """llama.cpp server's ``/infill``."""
 
     name = "llamacpp"
+    probability_field = "n_probs"
 
     #: characters per token assumed until the service measured its tokenizer
     FALLBACK_CHARS_PER_TOKEN = 2.5
@@ -695,7 +719,7 @@ class LlamaCppProvider(Provider):
                 body["input_extra"] = [
                     {"filename": chunk.filename, "text": chunk.text} for chunk in request.extra
                 ]
-        if request.probabilities:
+        if self.asks_probabilities(request):
             # each token's probability before sampling: the model's own confidence
             body["n_probs"] = 1
         slot = self.slot_plan.slot_for(request.document, speculative=request.speculative)
@@ -738,6 +762,7 @@ class OllamaProvider(Provider):
     """Ollama's ``/api/generate`` (``suffix`` or a raw FIM prompt)."""
 
     name = "ollama"
+    probability_field = "logprobs"
 
     @property
     def probe_url(self) -> str:
@@ -755,7 +780,7 @@ class OllamaProvider(Provider):
         if stop:
             options["stop"] = stop
         body: dict[str, Any] = {"model": self.model, "stream": True, "options": options}
-        if request.probabilities:
+        if self.asks_probabilities(request):
             body["logprobs"] = True  # Ollama 0.12.11 and later; older ones ignore it
         if self.options.keep_alive:
             body["keep_alive"] = self.options.keep_alive

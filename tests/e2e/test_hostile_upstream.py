@@ -134,3 +134,30 @@ async def test_unwritable_l2_location_is_reported_once_and_serving_goes_on(
         l2_messages = [m for m in server.messages if "shared cache unavailable" in m.message]
         assert len(l2_messages) == 1
         assert str(blocker) in l2_messages[0].message
+
+
+# -- a service that rejects the token-probability field ------------------------
+
+
+@pytest.mark.parametrize(("provider", "field"), [("openai", "logprobs"), ("llamacpp", "n_probs")])
+async def test_a_service_that_refuses_token_probabilities_is_asked_without_them(
+    upstream: ReferenceService, tmp_path: Path, provider: str, field: str
+) -> None:
+    # Some OpenAI-compatible services answer 400 to a parameter they do not
+    # know: the same request goes again at once without it, the developer
+    # sees the suggestion, and no later request asks for probabilities.
+    upstream.set_fault("refuse-field", -1, field=field)
+    opts = {**options(upstream, tmp_path / "l2.sqlite"), "provider": provider}
+    opts["cache"] = {"l2": "none"}
+    async with ServerProcess(opts) as server:
+        server.open(URI, TEXT)
+        answer = await asyncio.wait_for(server.inline_text(URI, 1, 14), ANSWER_GUARD)
+        assert answer == EXPECTED
+        stats = await server.stats()
+        assert stats["upstreamErrors"] == 0
+        assert upstream.stats()["faultsApplied"] == 1
+        assert (await server.clear_cache())["cleared"] >= 1
+        assert await server.inline_text(URI, 1, 14) == EXPECTED
+        assert upstream.stats()["faultsApplied"] == 1
+        endpoint = "/v1/completions" if provider == "openai" else "/infill"
+        assert upstream.completion_requests(endpoint) == 3

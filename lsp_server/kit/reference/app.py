@@ -153,6 +153,16 @@ class ReferenceApp:
             await asgi.send_error(send, 400, f"bad request: {exc}")
             return
         fault = self.faults.take("completions")
+        if fault is not None and fault.mode == "refuse-field":
+            field = str(fault.params.get("field", ""))
+            if field not in body:
+                fault = None  # a body without the field is answered as usual
+            else:
+                self.stats.faults_applied += 1
+                status = int(fault.number("status", 400))
+                record["fault"], record["status"] = fault.mode, status
+                await asgi.send_error(send, status, f"unsupported parameter: {field}")
+                return
         if fault is not None:
             self.stats.faults_applied += 1
             record["fault"] = fault.mode

@@ -21,6 +21,9 @@ Modes and their parameters:
 ``huge``           a suggestion of ``size`` bytes (default 1 MB)
 ``invalid-utf8``   a chunk (or body) containing bytes that are not UTF-8
 ``flood``          ``size`` bytes (default 16 MB) of valid chunks, fast
+``refuse-field``   a body carrying the field ``field`` gets ``status``
+                   (default 400), as services that reject a parameter they
+                   do not know; a body without it is answered as usual
 =================  ===========================================================
 
 Both resets end the whole TCP connection (other HTTP/2 streams on it break
@@ -50,6 +53,7 @@ MODES = frozenset(
         "huge",
         "invalid-utf8",
         "flood",
+        "refuse-field",
     }
 )
 TARGETS = frozenset({"completions", "token"})
