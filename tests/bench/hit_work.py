@@ -1,0 +1,291 @@
+"""The hit path's own work, counted rather than timed: opcodes per hit.
+
+A loaded machine makes wall time a poor judge of a small cut; the work a
+hit does is repeatable. The server runs in process with the settings a user
+gets (speculation on, throttle and L2 as they default, the SQLite L2 in a
+file of the run's own) and ``StaticBackend`` at the transport seam; each
+message goes to the protocol as the frame reader hands it on
+(``ScopecacheProtocol.receive``), and a writer keeps the answer. Two hits,
+as ``bench_hitpath`` asks them:
+
+* repeated: the same request at the same place;
+* typed: the cached suggestion typed character by character, an edit
+  before every request (``bench_hitpath.TypedStream``).
+
+Between hits the loop runs idle for ``PAUSE`` (as typing leaves between
+keys), so what a hit schedules after its answer runs before the next one.
+
+Printed per kind: the Python opcodes run from the request's arrival to its
+answer's write (``to write``), and in the whole ``receive`` call (``call``),
+with the modules where the most run (``--by-file``). With ``--loop N`` it
+runs N hits of each kind uncounted instead, for an instruction count:
+``valgrind --tool=callgrind`` of ``--loop N`` less that of ``--loop 0``,
+divided by N (``--callgrind N`` does both runs and prints that).
+
+Run: ``.venv/bin/python -m tests.bench.hit_work [--by-file] [--callgrind 200]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from lsprotocol import types
+
+from lsp_server import create_server
+from lsp_server.server.protocol import ScopecacheProtocol
+from tests.bench.bench_hitpath import SUGGESTION, TYPED_URI
+from tests.bench.bench_server import COL, LINE, TEXT, URI
+from transport.backend import StaticBackend
+
+#: seconds idle between hits, as typing leaves between keys
+PAUSE = 0.03
+#: hits of each kind counted (after warming), averaged: one whole typed cycle
+COUNTED = 24
+#: hits of each kind before counting: the caches and memos a session has warm
+WARM = 30
+INLINE = types.TEXT_DOCUMENT_INLINE_COMPLETION
+
+
+class Writer:
+    """Keeps the last message written; marks the write for the opcode counter."""
+
+    def __init__(self) -> None:
+        self.last: bytes = b""
+        self.writes = 0
+
+    def write(self, data: bytes) -> None:
+        self.last = data
+        self.writes += 1
+
+    def close(self) -> None:
+        pass
+
+    def result(self) -> Any:
+        return json.loads(self.last.split(b"\r\n\r\n", 1)[1]).get("result")
+
+
+class InProcess:
+    """The server in process, fed messages as its frame reader feeds them."""
+
+    def __init__(self, sqlite_path: Path) -> None:
+        self.server = create_server(backend=StaticBackend(SUGGESTION))
+        protocol = self.server.protocol
+        assert isinstance(protocol, ScopecacheProtocol)
+        self.protocol = protocol
+        self.writer = Writer()
+        protocol.set_writer(self.writer)
+        self.sqlite_path = sqlite_path
+        self._ids = 0
+        self._versions = {URI: 1, TYPED_URI: 1}
+        self.typed = 0
+
+    def message(self, method: str, params: Any) -> dict[str, Any]:
+        self._ids += 1
+        return {"jsonrpc": "2.0", "id": self._ids, "method": method, "params": params}
+
+    def notify(self, method: str, params: Any) -> None:
+        self.protocol.receive({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def answer(self, method: str, params: Any) -> Any:
+        before = self.writer.writes
+        self.protocol.receive(self.message(method, params))
+        while self.writer.writes == before:
+            await asyncio.sleep(0.001)
+        return self.writer.result()
+
+    async def start(self) -> None:
+        options = {"cache": {"sqlitePath": str(self.sqlite_path)}}
+        init = {
+            "processId": None,
+            "capabilities": {"textDocument": {"inlineCompletion": {}}},
+            "initializationOptions": options,
+        }
+        await self.answer(types.INITIALIZE, init)
+        self.notify(types.INITIALIZED, {})
+        for uri in (URI, TYPED_URI):
+            document = {"uri": uri, "languageId": "python", "version": 1, "text": TEXT}
+            self.notify(types.TEXT_DOCUMENT_DID_OPEN, {"textDocument": document})
+            first = await self.answer(INLINE, inline_params(uri, COL))  # the miss fills L1
+            assert _text(first) == SUGGESTION, first
+
+    def advance(self) -> None:
+        """The typed stream's next edit (as ``bench_hitpath.TypedStream.advance``)."""
+        if self.typed == len(SUGGESTION) - 2:
+            self._change((LINE, COL), (LINE, COL + self.typed), "")
+            self.typed = 0
+            return
+        at = (LINE, COL + self.typed)
+        self._change(at, at, SUGGESTION[self.typed])
+        self.typed += 1
+
+    def _change(self, start: tuple[int, int], end: tuple[int, int], text: str) -> None:
+        self._versions[TYPED_URI] += 1
+        span = {
+            "start": {"line": start[0], "character": start[1]},
+            "end": {"line": end[0], "character": end[1]},
+        }
+        self.notify(
+            types.TEXT_DOCUMENT_DID_CHANGE,
+            {
+                "textDocument": {"uri": TYPED_URI, "version": self._versions[TYPED_URI]},
+                "contentChanges": [{"range": span, "text": text}],
+            },
+        )
+
+    def request(self, kind: str) -> dict[str, Any]:
+        """The next request of ``kind`` (a typed one after its edit)."""
+        if kind == "repeated":
+            return self.message(INLINE, inline_params(URI, COL))
+        self.advance()
+        return self.message(INLINE, inline_params(TYPED_URI, COL + self.typed))
+
+    def expected(self, kind: str) -> str:
+        return SUGGESTION if kind == "repeated" else SUGGESTION[self.typed :]
+
+
+def inline_params(uri: str, character: int) -> dict[str, Any]:
+    return {
+        "textDocument": {"uri": uri},
+        "position": {"line": LINE, "character": character},
+        "context": {"triggerKind": 2},
+    }
+
+
+def _text(result: Any) -> str:
+    items = result.get("items") if isinstance(result, dict) else None
+    return str(items[0].get("insertText", "")) if items else ""
+
+
+class OpcodeCount:
+    """Opcodes run under ``sys.settrace``, per file, and how many ran before the write."""
+
+    def __init__(self, writer: Writer) -> None:
+        self.writer = writer
+        self.total = 0
+        self.to_write = 0
+        self.by_file: Counter[str] = Counter()
+
+    def _trace(self, frame: FrameType, event: str, _arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            self.total += 1
+            self.by_file[frame.f_code.co_filename] += 1
+            if not self.writer.writes:
+                self.to_write += 1
+        return self._trace
+
+    def run(self, protocol: ScopecacheProtocol, message: dict[str, Any]) -> None:
+        self.writer.writes = 0
+        sys.settrace(self._trace)
+        try:
+            protocol.receive(message)
+        finally:
+            sys.settrace(None)
+
+
+async def count(by_file: bool) -> dict[str, dict[str, float]]:
+    figures: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="scopecache-hitwork-") as tmp:
+        server = InProcess(Path(tmp) / "l2.sqlite")
+        await server.start()
+        for kind in ("repeated", "typed"):
+            for _ in range(WARM):
+                await _hit(server, kind)
+            counts = []
+            files: Counter[str] = Counter()
+            for _ in range(COUNTED):
+                message = server.request(kind)
+                counter = OpcodeCount(server.writer)
+                counter.run(server.protocol, message)
+                assert server.writer.writes == 1, "not answered on the immediate route"
+                assert _text(server.writer.result()) == server.expected(kind)
+                counts.append((counter.to_write, counter.total))
+                files.update(counter.by_file)
+                await asyncio.sleep(PAUSE)
+            figures[kind] = {
+                "to write": sum(c[0] for c in counts) / COUNTED,
+                "call": sum(c[1] for c in counts) / COUNTED,
+                "spread": max(c[0] for c in counts) - min(c[0] for c in counts),
+            }
+            if by_file:
+                print(f"{kind}: opcodes per hit by file")
+                for name, n in files.most_common(25):
+                    print(f"  {n / COUNTED:8.1f}  {_short(name)}")
+    return figures
+
+
+async def _hit(server: InProcess, kind: str) -> None:
+    server.writer.writes = 0
+    server.protocol.receive(server.request(kind))
+    assert server.writer.writes == 1, "not answered on the immediate route"
+    await asyncio.sleep(PAUSE)
+
+
+async def loop(hits: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="scopecache-hitwork-") as tmp:
+        server = InProcess(Path(tmp) / "l2.sqlite")
+        await server.start()
+        for kind in ("repeated", "typed"):
+            for _ in range(hits):
+                await _hit(server, kind)
+
+
+def _short(name: str) -> str:
+    parts = Path(name).parts
+    for anchor in ("lsp_server", "cache", "transport", "pygls", "asyncio", "json"):
+        if anchor in parts:
+            return str(Path(*parts[parts.index(anchor) :]))
+    return name
+
+
+def callgrind(hits: int) -> float:
+    """Instructions per hit (both kinds together), from two callgrind runs."""
+    totals = []
+    for n in (0, hits):
+        with tempfile.TemporaryDirectory(prefix="scopecache-callgrind-") as tmp:
+            out = Path(tmp) / "callgrind.out"
+            command = [
+                "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                sys.executable, "-m", "tests.bench.hit_work", "--loop", str(n),
+            ]  # fmt: skip
+            done = subprocess.run(command, capture_output=True, text=True, check=True)
+            found = re.search(r"Collected : (\d+)", done.stderr)
+            assert found, done.stderr[-2000:]
+            totals.append(int(found.group(1)))
+    return (totals[1] - totals[0]) / (2 * hits)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--by-file", action="store_true", help="opcodes per module")
+    parser.add_argument("--loop", type=int, help="run N hits of each kind, uncounted")
+    parser.add_argument("--callgrind", type=int, metavar="N", help="instructions per hit")
+    args = parser.parse_args()
+    if args.loop is not None:
+        asyncio.run(loop(args.loop))
+        return
+    if args.callgrind:
+        print(
+            f"instructions per hit (callgrind, {args.callgrind} of each kind): "
+            f"{callgrind(args.callgrind):,.0f}"
+        )
+        return
+    for kind, figure in asyncio.run(count(args.by_file)).items():
+        print(
+            f"{kind:9s} opcodes to write {figure['to write']:7.1f}  "
+            f"in the call {figure['call']:7.1f}  (spread {figure['spread']:.0f})"
+        )
+
+
+if __name__ == "__main__":
+    main()
