@@ -46,7 +46,9 @@ WHITESPACE = "whitespace"
 HELD_BACK_REASONS = (UNSURE, LOW_KEPT, REPEAT, WHITESPACE)
 
 #: characters an editor closes by itself, and separators that add nothing alone
-_CLOSERS = frozenset(")]}>\"'`;,")
+_CLOSERS = ")]}>\"'`;,"
+#: ``str.translate`` table that deletes them (what is left must be whitespace)
+_DROP_CLOSERS = str.maketrans("", "", _CLOSERS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +126,8 @@ def without_line_suffix(first_line: str, line_suffix: str) -> str:
 
 def only_closers(text: str) -> bool:
     """Nothing but whitespace and closing brackets, quotes or separators."""
-    return all(char.isspace() or char in _CLOSERS for char in text)
+    # one pass in C: a check per character in Python ran on every hit
+    return not text.translate(_DROP_CLOSERS).strip()
 
 
 def gate(

@@ -52,6 +52,8 @@ KEPT_HIGH = 0.6
 #: the most the bar's ``min_probability`` rises, and falls
 MAX_RAISE = 0.25
 MAX_LOWER = 0.1
+#: moved bars remembered (by bar and lean) before the memo starts again
+MOVED_BARS_KEPT = 64
 #: the most the pacing slows down (times the delay) and speeds up
 MAX_SLOWDOWN = 2.0
 MAX_SPEEDUP = 0.75
@@ -190,15 +192,24 @@ class KeptRecord:
 
     def bar(self, base: BarSource) -> BarSource:
         """``base`` moved by the lean: the seam ``gate`` takes its bar through."""
+        #: bars already moved, by the bar and its lean: a hit asks for one, and
+        #: building it again (``replace``) cost more than the rest of the bar
+        moved_bars: dict[tuple[ShowBar, float], ShowBar] = {}
 
         def source(language: str, scope: str, origin: str) -> ShowBar:
             bar = base(language, scope, origin)
             lean = self.lean(language, scope, origin)
             if lean == 0.0 or bar.min_probability <= 0.0:
                 return bar  # confidence off (or unknown): nothing to move
+            known = moved_bars.get((bar, lean))
+            if known is not None:
+                return known
             step = MAX_RAISE * lean if lean > 0 else MAX_LOWER * lean
             moved = min(0.95, max(0.0, bar.min_probability + step))
-            return replace(bar, min_probability=moved)
+            if len(moved_bars) >= MOVED_BARS_KEPT:
+                moved_bars.clear()  # leans drift with every tally: keep the recent ones
+            found = moved_bars[(bar, lean)] = replace(bar, min_probability=moved)
+            return found
 
         return source
 

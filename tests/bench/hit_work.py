@@ -219,7 +219,7 @@ async def count(by_file: bool) -> dict[str, dict[str, float]]:
             }
             if by_file:
                 print(f"{kind}: opcodes per hit by file")
-                for name, n in files.most_common(25):
+                for name, n in files.most_common(60):
                     print(f"  {n / COUNTED:8.1f}  {_short(name)}")
     return figures
 
