@@ -7,7 +7,11 @@ keystroke before. A ``LineMemo`` on each ``Document`` keeps those readings:
 * ``line_scope``: where the scope of the text before the line starts, and
   the first lines of the scopes around it, kept through error recovery
   (``lsp_server.documents.line_context``);
-* ``suffix_end``: where the suffix window stopped (same module).
+* ``suffix_end``: where the suffix window stopped (same module);
+* ``context``: the last syntax context itself, with the cursor and windows
+  it was taken at (``lsp_server.documents.syntax.completion_context``): an
+  editor asks again where nothing moved (a repeated request, the cursor
+  back where it was), and that context is the one already taken.
 
 A reading holds while the text it was read from is unchanged, and the
 document tells its memo about every edit (``note_edit``) instead of the
@@ -22,15 +26,18 @@ by the time the next context looks. So:
   within the line's text (no line break made) keeps it and moves its line
   end; any other edit drops it.
 
+* ``context`` depends on all of the text and its tree: any edit drops it,
+  and it is used only for the same tree, cursor and windows.
+
 A dropped reading is read afresh, so the memo can save work but never keep
-a reading of text that changed. A whole-text change drops both; a forked
-document starts with an empty memo.
+a reading of text that changed. A whole-text change drops them all; a
+forked document starts with an empty memo.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class LineText(NamedTuple):
@@ -70,14 +77,28 @@ class SuffixEnd:
     from_end: int
 
 
+class LastContext(NamedTuple):
+    """The syntax context last taken, and what it was taken at."""
+
+    line: int
+    character: int
+    #: the document's tree then (a re-parse without an edit makes a new one)
+    tree: Any
+    #: the ``ContextWindows`` it read
+    windows: Any
+    #: the ``SyntaxContext``
+    context: Any
+
+
 class LineMemo:
     """One document's readings of the line last asked about (None: nothing read yet)."""
 
-    __slots__ = ("line_scope", "suffix_end")
+    __slots__ = ("context", "line_scope", "suffix_end")
 
     def __init__(self) -> None:
         self.line_scope: LineScope | None = None
         self.suffix_end: SuffixEnd | None = None
+        self.context: LastContext | None = None
 
     def __repr__(self) -> str:
         held = [name for name in self.__slots__ if getattr(self, name) is not None]
@@ -85,6 +106,7 @@ class LineMemo:
 
     def note_edit(self, start: int, old_end: int, new_end: int, line_break: bool) -> None:
         """Bytes ``[start, old_end)`` became ``[start, new_end)``; ``line_break``: one was typed."""
+        self.context = None
         scope = self.line_scope
         if scope is not None and start < scope.line_start:
             self.line_scope = None
@@ -99,3 +121,4 @@ class LineMemo:
         """Forget every reading (the whole text changed)."""
         self.line_scope = None
         self.suffix_end = None
+        self.context = None

@@ -58,6 +58,7 @@ from lsp_server.documents.block_opener import block_opener, text_block_opener
 from lsp_server.documents.document import Document
 from lsp_server.documents.languages import LanguageSpec
 from lsp_server.documents.line_context import line_context, suffix_bound
+from lsp_server.documents.line_memo import LastContext
 from lsp_server.documents.positions import PositionLike, ResolvedPosition, TextBuffer
 from lsp_server.documents.prompt_window import DeferredPrompt
 from lsp_server.documents.syntax_reads import (
@@ -306,8 +307,27 @@ def scope_path(doc: Document, tree: Tree, spec: LanguageSpec, text: CursorText) 
 def completion_context(
     doc: Document, position: PositionLike, settings: CompletionSettings
 ) -> SyntaxContext:
-    """``syntax_context`` with the windows the completion settings ask for."""
-    return syntax_context(doc, position, ContextWindows.of(settings))
+    """``syntax_context`` with the windows the completion settings ask for.
+
+    Asked again at the same cursor of the same text and tree, it answers
+    the context it took then (``LineMemo.context``): any edit drops it.
+    """
+    windows = ContextWindows.of(settings)
+    memo = doc.line_memo
+    last = memo.context
+    line, character = position.line, position.character
+    if (
+        last is not None
+        and last.line == line
+        and last.character == character
+        and last.tree is doc.tree
+        and last.windows == windows
+    ):
+        context: SyntaxContext = last.context
+        return context
+    context = syntax_context(doc, position, windows)
+    memo.context = LastContext(line, character, doc.tree, windows, context)
+    return context
 
 
 def _node_and_parent(path: list[Node]) -> tuple[Node, str]:
