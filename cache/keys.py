@@ -47,6 +47,7 @@ saw, so that is an artefact of the engine's window, not of the key.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import NamedTuple
 
 #: how much of the text before the cursor's line a ``LineAnchor`` covers
@@ -57,6 +58,31 @@ def fingerprint(text: str) -> int:
     """A stable 64-bit fingerprint of ``text`` (lone surrogates allowed)."""
     data = text.encode("utf-8", "surrogatepass")
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
+class RecentFingerprint:
+    """``fingerprint`` that remembers the last text it was given, and its fingerprint.
+
+    Each keystroke fingerprints a few texts of which most are what the last
+    keystroke's were (the text before the line while the user types on it,
+    the suffix): telling a text equal to the last one is a comparison (an
+    identity check for the same string), cheaper than a new BLAKE2b digest.
+    """
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        #: the last text and its fingerprint, replaced as one (never half of each)
+        self._last: tuple[str | None, int] = (None, 0)
+
+    def __call__(self, text: str) -> int:
+        """The fingerprint of ``text``."""
+        last = self._last
+        if text == last[0]:
+            return last[1]
+        fp = fingerprint(text)
+        self._last = (text, fp)
+        return fp
 
 
 class ScopeKey(NamedTuple):
@@ -110,17 +136,26 @@ class LineAnchor(NamedTuple):
 
     @classmethod
     def build(
-        cls, *, language: str, context: str, suffix_text: str = "", suffix_fp: int | None = None
+        cls,
+        *,
+        language: str,
+        context: str,
+        suffix_text: str = "",
+        suffix_fp: int | None = None,
+        hasher: Callable[[str], int] = fingerprint,
     ) -> LineAnchor:
         """Build the anchor from the text before the cursor's line and the suffix.
 
         ``context`` is the scope-local text up to the start of the line (it
         ends with the previous line's newline); only its last
-        ``ANCHOR_CHARS`` characters count.
+        ``ANCHOR_CHARS`` characters count. ``hasher`` fingerprints it
+        (``fingerprint``, or a ``RecentFingerprint`` kept by the caller).
         """
         if suffix_fp is None:
             suffix_fp = fingerprint(suffix_text)
-        return cls(language, fingerprint(context[-ANCHOR_CHARS:]), suffix_fp)
+        if len(context) > ANCHOR_CHARS:
+            context = context[-ANCHOR_CHARS:]
+        return cls(language, hasher(context), suffix_fp)
 
     def with_context(self, context: str) -> LineAnchor:
         """The anchor of another line under the same suffix (for multi-line continuations)."""

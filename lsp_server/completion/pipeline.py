@@ -50,7 +50,7 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 from cache.entry import CachedCompletion, Confidence
-from cache.keys import LineAnchor, ScopeKey, fingerprint
+from cache.keys import LineAnchor, RecentFingerprint, ScopeKey
 from cache.store import CompletionStore, Hit
 from lsp_server.completion.bounds import MAX_SUGGESTION_LINES
 from lsp_server.completion.gate import (
@@ -115,6 +115,17 @@ def scope_kind_of(ctx: SyntaxContext) -> str:
     return ctx.scope_chain[-1] if ctx.scope_chain else "text"
 
 
+#: ``keys_for``'s memory: while the user types on a line, the text before it and
+#: the suffix are those of the keystroke before (fingerprinted once), and a
+#: context asked again (``completion_context``'s memo) has the keys made then
+_suffix_fp = RecentFingerprint()
+_line_fp = RecentFingerprint()
+_last_keys: tuple[SyntaxContext | None, tuple[ScopeKey, LineAnchor]] = (
+    None,
+    (ScopeKey("", "", 0, 0), LineAnchor("", 0, 0)),
+)
+
+
 def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
     """The exact key and line anchor of a syntax context.
 
@@ -122,8 +133,12 @@ def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
     fingerprint (the same for a multi-line answer's continuations): two
     identical nested scopes in different functions get different keys.
     """
+    global _last_keys
+    last_ctx, last_keys = _last_keys
+    if last_ctx is ctx:
+        return last_keys  # the same context asked again (an editor's repeated request)
     heads = ctx.scope_heads
-    suffix_fp = fingerprint(f"{heads}\0{ctx.suffix}" if heads else ctx.suffix)
+    suffix_fp = _suffix_fp(f"{heads}\0{ctx.suffix}" if heads else ctx.suffix)
     key = ScopeKey.build(
         language=ctx.language,
         scope_depth=ctx.scope_depth,
@@ -132,7 +147,10 @@ def keys_for(ctx: SyntaxContext) -> tuple[ScopeKey, LineAnchor]:
         scope_text=ctx.scope_prefix,
         suffix_fp=suffix_fp,
     )
-    anchor = LineAnchor.build(language=ctx.language, context=ctx.line_context, suffix_fp=suffix_fp)
+    anchor = LineAnchor.build(
+        language=ctx.language, context=ctx.line_context, suffix_fp=suffix_fp, hasher=_line_fp
+    )
+    _last_keys = ctx, (key, anchor)
     return key, anchor
 
 

@@ -18,9 +18,12 @@ keys), so what a hit schedules after its answer runs before the next one.
 Printed per kind: the Python opcodes run from the request's arrival to its
 answer's write (``to write``), and in the whole ``receive`` call (``call``),
 with the modules where the most run (``--by-file``). With ``--loop N`` it
-runs N hits of each kind uncounted instead, for an instruction count:
-``valgrind --tool=callgrind`` of ``--loop N`` less that of ``--loop 0``,
-divided by N (``--callgrind N`` does both runs and prints that).
+runs N steps of one kind uncounted instead, for an instruction count:
+``valgrind --tool=callgrind`` of ``--loop N --ask`` less that of the same
+steps' edits alone (``--no-ask``), divided by N, speculation off in both
+(``--callgrind N`` does both runs per kind and prints that). It covers the
+request from its parsed JSON to the written answer, and the bookkeeping the
+hit leaves for just after it.
 
 Run: ``.venv/bin/python -m tests.bench.hit_work [--by-file] [--callgrind 200]``.
 """
@@ -77,7 +80,7 @@ class Writer:
 class InProcess:
     """The server in process, fed messages as its frame reader feeds them."""
 
-    def __init__(self, sqlite_path: Path) -> None:
+    def __init__(self, sqlite_path: Path, *, speculative: bool = True) -> None:
         self.server = create_server(backend=StaticBackend(SUGGESTION))
         protocol = self.server.protocol
         assert isinstance(protocol, ScopecacheProtocol)
@@ -85,6 +88,7 @@ class InProcess:
         self.writer = Writer()
         protocol.set_writer(self.writer)
         self.sqlite_path = sqlite_path
+        self.speculative = speculative
         self._ids = 0
         self._versions = {URI: 1, TYPED_URI: 1}
         self.typed = 0
@@ -104,8 +108,10 @@ class InProcess:
         return self.writer.result()
 
     async def start(self) -> None:
-        options = {"cache": {"sqlitePath": str(self.sqlite_path)}}
-        init = {
+        options: dict[str, Any] = {"cache": {"sqlitePath": str(self.sqlite_path)}}
+        if not self.speculative:
+            options["speculative"] = {"enabled": False}
+        init: dict[str, Any] = {
             "processId": None,
             "capabilities": {"textDocument": {"inlineCompletion": {}}},
             "initializationOptions": options,
@@ -231,13 +237,22 @@ async def _hit(server: InProcess, kind: str) -> None:
     await asyncio.sleep(PAUSE)
 
 
-async def loop(hits: int) -> None:
+async def loop(kind: str, hits: int, ask: bool) -> None:
+    """``hits`` steps of ``kind`` after warming, each asked only with ``ask`` (edits still made).
+
+    Speculation is off: what a hit schedules after its answer is not its own
+    work, and with it the two runs would differ by more than their requests.
+    """
     with tempfile.TemporaryDirectory(prefix="scopecache-hitwork-") as tmp:
-        server = InProcess(Path(tmp) / "l2.sqlite")
+        server = InProcess(Path(tmp) / "l2.sqlite", speculative=False)
         await server.start()
-        for kind in ("repeated", "typed"):
-            for _ in range(hits):
-                await _hit(server, kind)
+        for _ in range(WARM):
+            await _hit(server, kind)
+        for _ in range(hits):
+            message = server.request(kind)
+            if ask:
+                server.protocol.receive(message)
+            await asyncio.sleep(0)
 
 
 def _short(name: str) -> str:
@@ -248,37 +263,40 @@ def _short(name: str) -> str:
     return name
 
 
-def callgrind(hits: int) -> float:
-    """Instructions per hit (both kinds together), from two callgrind runs."""
+def callgrind(kind: str, hits: int) -> float:
+    """Instructions per hit of ``kind``: two callgrind runs, with and without the requests."""
     totals = []
-    for n in (0, hits):
+    for ask in ("--no-ask", "--ask"):
         with tempfile.TemporaryDirectory(prefix="scopecache-callgrind-") as tmp:
             out = Path(tmp) / "callgrind.out"
             command = [
                 "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                sys.executable, "-m", "tests.bench.hit_work", "--loop", str(n),
+                sys.executable, "-m", "tests.bench.hit_work", "--loop", str(hits),
+                "--kind", kind, ask,
             ]  # fmt: skip
             done = subprocess.run(command, capture_output=True, text=True, check=True)
             found = re.search(r"Collected : (\d+)", done.stderr)
             assert found, done.stderr[-2000:]
             totals.append(int(found.group(1)))
-    return (totals[1] - totals[0]) / (2 * hits)
+    return (totals[1] - totals[0]) / hits
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--by-file", action="store_true", help="opcodes per module")
-    parser.add_argument("--loop", type=int, help="run N hits of each kind, uncounted")
+    parser.add_argument("--loop", type=int, metavar="N", help="run N steps of --kind, uncounted")
+    parser.add_argument("--kind", choices=("repeated", "typed"), default="repeated")
+    parser.add_argument("--ask", action=argparse.BooleanOptionalAction, default=True,
+                        help="with --loop: ask at each step (else only the edits)")  # fmt: skip
     parser.add_argument("--callgrind", type=int, metavar="N", help="instructions per hit")
     args = parser.parse_args()
     if args.loop is not None:
-        asyncio.run(loop(args.loop))
+        asyncio.run(loop(args.kind, args.loop, args.ask))
         return
     if args.callgrind:
-        print(
-            f"instructions per hit (callgrind, {args.callgrind} of each kind): "
-            f"{callgrind(args.callgrind):,.0f}"
-        )
+        for kind in ("repeated", "typed"):
+            per_hit = callgrind(kind, args.callgrind)
+            print(f"{kind:9s} instructions per hit (callgrind, {args.callgrind}): {per_hit:,.0f}")
         return
     for kind, figure in asyncio.run(count(args.by_file)).items():
         print(
