@@ -27,6 +27,7 @@ import asyncio
 import math
 import os
 import random
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -354,54 +355,64 @@ async def run_scopecache(
 ) -> ClientRun:
     """Type the script into a real server process, asking after every key as an editor does."""
     run = ClientRun("scopecache")
+    logging: dict[str, Any] = {"log_file": log_file, "log_level": "DEBUG"} if log_file else {}
+    # A cache directory of the run's own: what an earlier run's server learnt
+    # (the SQLite L2, the kept record) must not move this run's bar or pacing.
+    with tempfile.TemporaryDirectory(prefix="scopecache-run-cache-") as cache_home:
+        env = {**os.environ, "XDG_CACHE_HOME": cache_home}
+        async with ServerProcess(settings, env=env, **logging) as server:
+            return await _type_into(server, script, run, busy_url)
+
+
+async def _type_into(
+    server: ServerProcess, script: TypingScript, run: ClientRun, busy_url: str | None
+) -> ClientRun:
+    """Type ``script`` into ``server`` key by key, asking after every key."""
     answers: dict[int, tuple[float, str | None]] = {}
     pending: list[tuple[str, asyncio.Task[None]]] = []
+    server.open(script.uri, script.text, "python")
 
-    logging: dict[str, Any] = {"log_file": log_file, "log_level": "DEBUG"} if log_file else {}
-    async with ServerProcess(settings, **logging) as server:
-        server.open(script.uri, script.text, "python")
-
-        async def ask(index: int, future: asyncio.Future[Any]) -> None:
-            try:
-                answer = await future
-            except BaseException:  # cancelled by the next key, or an error answer
-                return
-            items = list(getattr(answer, "items", None) or [])
-            text = items[0].insert_text if items else None
-            answers[index] = (time.perf_counter(), text if isinstance(text, str) else None)
-
-        meter = ServerBusyMeter(busy_url) if busy_url else None
-        if meter is not None:
-            meter.__enter__()
-        started = time.perf_counter()
+    async def ask(index: int, future: asyncio.Future[Any]) -> None:
         try:
-            for index, key in enumerate(script.keys):
-                await at_time(started, key.t)
-                for msg_id, task in pending:
-                    if not task.done():
-                        server.cancel(msg_id)
-                pending = [(m, t) for m, t in pending if not t.done()]
-                sl, sc, el, ec, text = key.edit
-                server.change(script.uri, [{
-                    "range": {"start": {"line": sl, "character": sc},
-                              "end": {"line": el, "character": ec}},
-                    "text": text,
-                }])
-                params = server.inline_params(script.uri, key.line, key.character)
-                msg_id, future = server.request(types.TEXT_DOCUMENT_INLINE_COMPLETION, params)
-                pending.append((msg_id, asyncio.ensure_future(ask(index, future))))
-                run.asked += 1
-            await at_time(started, script.keys[-1].t + 1.0)
+            answer = await future
+        except BaseException:  # cancelled by the next key, or an error answer
+            return
+        items = list(getattr(answer, "items", None) or [])
+        text = items[0].insert_text if items else None
+        answers[index] = (time.perf_counter(), text if isinstance(text, str) else None)
+
+    meter = ServerBusyMeter(busy_url) if busy_url else None
+    if meter is not None:
+        meter.__enter__()
+    started = time.perf_counter()
+    try:
+        for index, key in enumerate(script.keys):
+            await at_time(started, key.t)
             for msg_id, task in pending:
                 if not task.done():
                     server.cancel(msg_id)
-            await asyncio.gather(*(t for _, t in pending), return_exceptions=True)
-            stats = await server.stats()
-            if meter is not None:
-                await asyncio.to_thread(meter.wait_idle)
-        finally:
-            if meter is not None:
-                meter.__exit__()
+            pending = [(m, t) for m, t in pending if not t.done()]
+            sl, sc, el, ec, text = key.edit
+            server.change(script.uri, [{
+                "range": {"start": {"line": sl, "character": sc},
+                          "end": {"line": el, "character": ec}},
+                "text": text,
+            }])
+            params = server.inline_params(script.uri, key.line, key.character)
+            msg_id, future = server.request(types.TEXT_DOCUMENT_INLINE_COMPLETION, params)
+            pending.append((msg_id, asyncio.ensure_future(ask(index, future))))
+            run.asked += 1
+        await at_time(started, script.keys[-1].t + 1.0)
+        for msg_id, task in pending:
+            if not task.done():
+                server.cancel(msg_id)
+        await asyncio.gather(*(t for _, t in pending), return_exceptions=True)
+        stats = await server.stats()
+        if meter is not None:
+            await asyncio.to_thread(meter.wait_idle)
+    finally:
+        if meter is not None:
+            meter.__exit__()
     for index, key in enumerate(script.keys):
         deadline = started + (
             script.keys[index + 1].t if index + 1 < len(script.keys) else key.t + 1.0
