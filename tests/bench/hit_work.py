@@ -21,11 +21,12 @@ with the modules where the most run (``--by-file``). With ``--loop N`` it
 runs N steps of one kind uncounted instead, for an instruction count:
 ``valgrind --tool=callgrind`` of ``--loop N --ask`` less that of the same
 steps' edits alone (``--no-ask``), divided by N, speculation off in both
-(``--callgrind N`` does both runs per kind and prints that). It covers the
+(``--callgrind N`` does both runs per kind and prints that; N a multiple
+of 24, whole typed cycles). It covers the
 request from its parsed JSON to the written answer, and the bookkeeping the
 hit leaves for just after it.
 
-Run: ``.venv/bin/python -m tests.bench.hit_work [--by-file] [--callgrind 200]``.
+Run: ``.venv/bin/python -m tests.bench.hit_work [--by-file] [--callgrind 240]``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -274,7 +276,9 @@ def callgrind(kind: str, hits: int) -> float:
                 sys.executable, "-m", "tests.bench.hit_work", "--loop", str(hits),
                 "--kind", kind, ask,
             ]  # fmt: skip
-            done = subprocess.run(command, capture_output=True, text=True, check=True)
+            # one hash seed for both runs: dictionaries laid out alike, counts alike
+            env = {**os.environ, "PYTHONHASHSEED": "0"}
+            done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
             found = re.search(r"Collected : (\d+)", done.stderr)
             assert found, done.stderr[-2000:]
             totals.append(int(found.group(1)))
