@@ -161,9 +161,26 @@ async def raw(tmp_path: Path) -> AsyncIterator[RawServer]:
         await server.stop()
 
 
+async def first_look_done(server: RawServer) -> None:
+    """Wait until the server has looked for a local completion server once.
+
+    With no endpoint set, the server looks on loopback from ``initialized`` on;
+    its first look loads the HTTP client's code once. Memory is measured from
+    there on, so a case's bound holds the case and the later looks, not that
+    one-time load.
+    """
+
+    async def looked() -> None:
+        while (await server.stats())["endpoint"].get("probes", 0) < 1:
+            pass
+
+    await asyncio.wait_for(looked(), ANSWER_TIMEOUT)
+
+
 @pytest.fixture
 async def ready(raw: RawServer) -> RawServer:
     await raw.initialize()
+    await first_look_done(raw)
     return raw
 
 
