@@ -31,14 +31,23 @@ new suggestion (p50, p90); the server's busy seconds, in all and per useful
 suggestion; requests that reached the server. ``make bench`` (and
 ``--quick``) types six lines; ``--long`` types twelve.
 
-Run: ``.venv/bin/python -m tests.bench.bench_slow_model [--long]``.
+``--sessions`` types three twelve-line sessions from different code (an
+argparse parser's subcommands, the predictable one; a string reader's loop; a
+retry loop's body), scopecache and the baseline each against a fresh server,
+and checks each against the goals: at least 1.2 times the baseline's
+characters saved on the line and as many over several lines, at least as many
+useful keys, a wrong suggestion at no more keys, at most half its server
+seconds.
+
+Run: ``.venv/bin/python -m tests.bench.bench_slow_model [--long | --sessions]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +63,7 @@ from tests.support.typing_session import (
     code_model_session,
     run_scopecache,
     scopecache_settings,
+    typing_script,
 )
 
 #: the baseline's name in the table
@@ -69,15 +79,68 @@ async def _session(script: TypingScript, model: Path, client: str) -> ClientRun:
         return await run_llama_vim(script, server.url, greedy=client == "greedy")
 
 
-def measure(long: bool) -> dict[str, SessionScore]:
-    """Each client's score on the same typing session, by client."""
+def _score_all(script: TypingScript, clients: list[str]) -> dict[str, SessionScore]:
     reason = missing_reason()
     if reason is not None:
         raise RuntimeError(reason)
-    script = code_model_session("full" if long else "short")
     model = ensure()
-    clients = ["scopecache", "llama.vim"] + (["greedy"] if long else [])
     return {name: SessionScore.of(asyncio.run(_session(script, model, name))) for name in clients}
+
+
+def measure(long: bool) -> dict[str, SessionScore]:
+    """Each client's score on the same typing session, by client."""
+    script = code_model_session("full" if long else "short")
+    return _score_all(script, ["scopecache", "llama.vim"] + (["greedy"] if long else []))
+
+
+@dataclass(frozen=True)
+class Session:
+    """Twelve lines of a sample file, typed back."""
+
+    name: str
+    source: str
+    #: 0-based first line typed
+    first: int
+    count: int = 12
+
+    def script(self) -> TypingScript:
+        root = Path(__file__).resolve().parents[2]
+        path = root / self.source
+        return typing_script(path.read_text(), self.first, self.count,
+                             uri=f"file:///project/{path.name}")
+
+
+#: the three sessions of ``--sessions``: different code, one of it predictable
+SESSIONS = (
+    Session("parser subcommands (predictable)", "lsp_server/samples/todo_cli.py", 92),
+    Session("string reader loop", "lsp_server/samples/tokenizer.py", 55),
+    Session("retry loop body", "lsp_server/samples/retry.py", 76),
+)
+
+
+def goals(ours: SessionScore, theirs: SessionScore) -> dict[str, bool]:
+    """Which of the typing goals ``ours`` meets against the baseline ``theirs``."""
+    return {
+        "chars on the line >= 1.2x": ours.chars_saved_line >= 1.2 * theirs.chars_saved_line,
+        "chars over lines >= 1x": ours.chars_saved_lines >= theirs.chars_saved_lines,
+        "useful keys >= 1x": ours.useful_keys >= theirs.useful_keys,
+        "wrong keys <= 1x": ours.wrong_keys <= theirs.wrong_keys,
+        "server seconds <= 0.5x": ours.busy_seconds <= 0.5 * theirs.busy_seconds,
+    }
+
+
+def run_sessions(sessions: tuple[Session, ...] = SESSIONS) -> list[dict[str, Any]]:
+    """Every session's rows, then one row per session and goal (1 met, 0 not)."""
+    rows: list[dict[str, Any]] = []
+    verdicts: list[dict[str, Any]] = []
+    for session in sessions:
+        scores = _score_all(session.script(), ["scopecache", "llama.vim"])
+        ours, theirs = scores["scopecache"], scores["llama.vim"]
+        rows += [dict(r, name=f"{session.name}: {r['name']}")
+                 for r in rows_against(ours, theirs, BASELINE)]
+        verdicts += [row(f"{session.name}: goal {goal}", int(met), 1, "met")
+                     for goal, met in goals(ours, theirs).items()]
+    return rows + verdicts
 
 
 def rows_against(ours: SessionScore, theirs: SessionScore, against: str) -> list[dict[str, Any]]:
@@ -111,7 +174,19 @@ def run(quick: bool = False, long: bool = False) -> list[dict[str, Any]]:
     return rows
 
 
-if __name__ == "__main__":
+def main() -> None:
     from tests.bench.__main__ import table
 
-    print(table(run(long="--long" in sys.argv[1:])))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--long", action="store_true",
+                       help="twelve lines and a greedy control row (default: six lines)")
+    which.add_argument("--sessions", action="store_true",
+                       help="three twelve-line sessions from different code, each checked "
+                            "against the goals (default: off)")
+    args = parser.parse_args()
+    print(table(run_sessions() if args.sessions else run(long=args.long)))
+
+
+if __name__ == "__main__":
+    main()
