@@ -50,14 +50,12 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import httpx
 from lsprotocol import types
 
 from lsp_server.kit.client import ServerProcess
@@ -68,6 +66,7 @@ from tests.support.typing_session import (
     SESSION_SOURCE,
     ClientRun,
     Key,
+    ServerBusyMeter,
     SessionScore,
     Shown,
     TypingScript,
@@ -118,47 +117,6 @@ class Run:
     work: dict[str, float] = field(default_factory=dict)
 
 
-class BusySampler:
-    """Samples llama.cpp's ``/slots`` in a thread: its busy seconds."""
-
-    def __init__(self, url: str, interval: float = 0.02) -> None:
-        self.url = url
-        self.interval = interval
-        self.busy_seconds = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _busy(self, client: httpx.Client) -> bool:
-        return any(s.get("is_processing") for s in client.get(f"{self.url}/slots").json())
-
-    def _run(self) -> None:
-        with httpx.Client(timeout=5.0) as client:
-            last = time.perf_counter()
-            while not self._stop.is_set():
-                busy = self._busy(client)
-                now = time.perf_counter()
-                if busy:
-                    self.busy_seconds += now - last
-                last = now
-                self._stop.wait(self.interval)
-
-    def start(self) -> None:
-        """Start sampling."""
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop sampling."""
-        self._stop.set()
-        self._thread.join()
-
-    def wait_idle(self, timeout: float = 120.0) -> None:
-        """Block until no slot processes."""
-        deadline = time.monotonic() + timeout
-        with httpx.Client(timeout=5.0) as client:
-            while self._busy(client) and time.monotonic() < deadline:
-                self._stop.wait(self.interval)
-
-
 async def drive(
     script: TypingScript,
     settings: dict[str, Any],
@@ -170,7 +128,7 @@ async def drive(
     keys: list[KeyTimes] = []
     pending: list[tuple[str, asyncio.Task[None]]] = []
     logging: dict[str, Any] = {"log_file": log_file, "log_level": "DEBUG"} if log_file else {}
-    sampler = BusySampler(busy_url)
+    sampler = ServerBusyMeter(busy_url)
     # What earlier sessions kept (the acceptance record in the user cache
     # directory) moves the pacing; each run starts from none, as a new user.
     home = tempfile.TemporaryDirectory(prefix="scopecache-cache-")
@@ -192,9 +150,8 @@ async def drive(
             times.answered = time.perf_counter()
             times.text = text if isinstance(text, str) else None
 
-        sampler.start()
-        started = time.perf_counter()
-        try:
+        with sampler:
+            started = time.perf_counter()
             for key in script.keys:
                 delay = started + key.t - time.perf_counter()
                 if delay > 0:
@@ -221,8 +178,6 @@ async def drive(
             await asyncio.gather(*(t for _, t in pending), return_exceptions=True)
             stats = await server.stats()
             await asyncio.to_thread(sampler.wait_idle)
-        finally:
-            sampler.stop()
     home.cleanup()
     # what arrived after the next key was never on screen
     for times, after in zip(keys, [*keys[1:], None], strict=True):
