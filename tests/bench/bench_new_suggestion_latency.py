@@ -73,6 +73,7 @@ from tests.support.typing_session import (
     code_model_server,
     scopecache_settings,
     typing_script,
+    with_settings,
 )
 
 STAGES = ("pacing", "turn", "queue", "prompt", "to line end", "answer path")
@@ -257,7 +258,7 @@ def measure(
     async def session(url: str) -> Run:
         parsed = urlparse(url)
         async with SseTap(parsed.hostname or "127.0.0.1", parsed.port or 80) as tap:
-            settings = _merge(scopecache_settings(tap.url), extra)
+            settings = with_settings(scopecache_settings(tap.url), extra)
             keys, busy, stats = await drive(script, settings, url, log_file, tree)
             return Run(keys, tap.relayed, busy, stats)
 
@@ -270,17 +271,6 @@ def measure(
             "generated_tokens": counters.get("tokens_predicted_total", 0.0),
         }
         return run
-
-
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for dotted, value in extra.items():
-        node = out
-        *parents, leaf = dotted.split(".")
-        for name in parents:
-            node = node.setdefault(name, {})
-        node[leaf] = value
-    return out
 
 
 def summary(run: Run) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,27 +65,52 @@ from tests.support.typing_session import (
     run_scopecache,
     scopecache_settings,
     typing_script,
+    with_settings,
 )
 
 #: the baseline's name in the table
 BASELINE = f"llama.vim {LLAMA_VIM_COMMIT[:7]}"
 
 
-async def _session(script: TypingScript, model: Path, client: str) -> ClientRun:
+async def _session(
+    script: TypingScript, model: Path, client: str, extra: dict[str, Any] | None = None
+) -> ClientRun:
     with tempfile.TemporaryDirectory() as tmp, code_model_server(Path(tmp), model) as server:
         if client == "scopecache":
-            return await run_scopecache(
-                script, scopecache_settings(server.url), busy_url=server.url
-            )
+            settings = with_settings(scopecache_settings(server.url), extra or {})
+            return await run_scopecache(script, settings, busy_url=server.url)
         return await run_llama_vim(script, server.url, greedy=client == "greedy")
 
 
-def _score_all(script: TypingScript, clients: list[str]) -> dict[str, SessionScore]:
+def _dump(run: ClientRun, path: Path) -> None:
+    """One JSON line per key: what was typed, what was on screen, when it appeared."""
+    with path.open("w") as out:
+        for item in run.shown:
+            key = item.key
+            out.write(json.dumps({
+                "t": round(key.t, 3), "line": key.line, "character": key.character,
+                "typed": key.edit[4], "expect": key.expect, "shown": item.text, "at": item.at,
+            }) + "\n")
+
+
+def _score_all(
+    script: TypingScript,
+    clients: list[str],
+    dump: Path | None = None,
+    label: str = "",
+    extra: dict[str, Any] | None = None,
+) -> dict[str, SessionScore]:
     reason = missing_reason()
     if reason is not None:
         raise RuntimeError(reason)
     model = ensure()
-    return {name: SessionScore.of(asyncio.run(_session(script, model, name))) for name in clients}
+    scores = {}
+    for name in clients:
+        run = asyncio.run(_session(script, model, name, extra))
+        if dump is not None:
+            _dump(run, dump / f"{label or 'session'}.{name}.jsonl")
+        scores[name] = SessionScore.of(run)
+    return scores
 
 
 def measure(long: bool) -> dict[str, SessionScore]:
@@ -129,12 +155,21 @@ def goals(ours: SessionScore, theirs: SessionScore) -> dict[str, bool]:
     }
 
 
-def run_sessions(sessions: tuple[Session, ...] = SESSIONS) -> list[dict[str, Any]]:
-    """Every session's rows, then one row per session and goal (1 met, 0 not)."""
+def run_sessions(
+    sessions: tuple[Session, ...] = SESSIONS,
+    dump: Path | None = None,
+    extra: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Every session's rows, then one row per session and goal (1 met, 0 not).
+
+    With ``dump``, each client's keys go to ``DUMP/<session>.<client>.jsonl``;
+    ``extra`` sets scopecache settings (dotted names) beyond the defaults.
+    """
     rows: list[dict[str, Any]] = []
     verdicts: list[dict[str, Any]] = []
     for session in sessions:
-        scores = _score_all(session.script(), ["scopecache", "llama.vim"])
+        label = Path(session.source).stem
+        scores = _score_all(session.script(), ["scopecache", "llama.vim"], dump, label, extra)
         ours, theirs = scores["scopecache"], scores["llama.vim"]
         rows += [dict(r, name=f"{session.name}: {r['name']}")
                  for r in rows_against(ours, theirs, BASELINE)]
@@ -184,8 +219,24 @@ def main() -> None:
     which.add_argument("--sessions", action="store_true",
                        help="three twelve-line sessions from different code, each checked "
                             "against the goals (default: off)")
+    parser.add_argument("--dump", metavar="DIR", type=Path,
+                        help="with --sessions: write every key of every client as JSON lines "
+                             "into DIR (default: none)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="with --sessions: a scopecache setting beyond the defaults, dotted, "
+                             "the value as JSON, e.g. completion.minProbability=0.5 "
+                             "(default: none)")
+    parser.add_argument("--only", metavar="SESSION", type=int, action="append",
+                        help="with --sessions: only session number SESSION (1-3; default: all)")
     args = parser.parse_args()
-    print(table(run_sessions() if args.sessions else run(long=args.long)))
+    if args.dump is not None:
+        args.dump.mkdir(parents=True, exist_ok=True)
+    if not args.sessions:
+        print(table(run(long=args.long)))
+        return
+    extra = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
+    chosen = tuple(s for n, s in enumerate(SESSIONS, 1) if not args.only or n in args.only)
+    print(table(run_sessions(chosen, dump=args.dump, extra=extra)))
 
 
 if __name__ == "__main__":

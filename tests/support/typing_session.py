@@ -462,6 +462,18 @@ def code_model_server(workdir: Path, model: Path, *, threads: int = 0) -> LlamaC
     )
 
 
+def with_settings(base: dict[str, Any], dotted: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with the dotted settings of ``dotted`` (``{"completion.runOn": True}``) set."""
+    out = dict(base)
+    for name, value in dotted.items():
+        node = out
+        *parents, leaf = name.split(".")
+        for part in parents:
+            node = node[part] = dict(node.get(part, {}))
+        node[leaf] = value
+    return out
+
+
 def scopecache_settings(endpoint: str) -> dict[str, Any]:
     """Only the endpoint and the model, as a user sets it up (no shared L2 between runs)."""
     return {"endpoint": endpoint, "model": "qwen2.5-coder-0.5b", "cache": {"l2": "none"}}
