@@ -946,8 +946,13 @@ def test_with_nothing_configured_the_status_item_says_no_server_then_names_the_o
     server = code_model_server(llama, model, threads=1)
     server.port = port
     with server:
-        # found without a restart of the editor or its language server
-        wait_until(lambda: "llama.cpp" in bench.status(), "the status item to name llama.cpp")
+        # found without a restart of the editor or its language server. llama.cpp
+        # listens before its model is loaded: the item says "llama.cpp loading"
+        # then, and keys typed before it is ready ask nothing
+        wait_until(
+            lambda: "llama.cpp" in (text := bench.status()) and "loading" not in text,
+            "the status item to name llama.cpp, its model loaded",
+        )
         bench.screenshot("found")
         from selenium.webdriver.common.keys import Keys
 
