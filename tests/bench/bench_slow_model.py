@@ -231,12 +231,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.dump is not None:
         args.dump.mkdir(parents=True, exist_ok=True)
-    if not args.sessions:
-        print(table(run(long=args.long)))
-        return
-    extra = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
-    chosen = tuple(s for n, s in enumerate(SESSIONS, 1) if not args.only or n in args.only)
-    print(table(run_sessions(chosen, dump=args.dump, extra=extra)))
+    if args.sessions:
+        extra = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
+        chosen = tuple(s for n, s in enumerate(SESSIONS, 1) if not args.only or n in args.only)
+        rows = run_sessions(chosen, dump=args.dump, extra=extra)
+    else:
+        rows = run(long=args.long)
+    print(table([dict(r, suite="slow_model") for r in rows]))
 
 
 if __name__ == "__main__":
