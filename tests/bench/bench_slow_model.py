@@ -63,8 +63,8 @@ from tests.support.typing_session import (
     code_model_server,
     code_model_session,
     run_scopecache,
+    sample_script,
     scopecache_settings,
-    typing_script,
     with_settings,
 )
 
@@ -130,10 +130,7 @@ class Session:
     count: int = 12
 
     def script(self) -> TypingScript:
-        root = Path(__file__).resolve().parents[2]
-        path = root / self.source
-        return typing_script(path.read_text(), self.first, self.count,
-                             uri=f"file:///project/{path.name}")
+        return sample_script(self.source, self.first, self.count)
 
 
 #: the three sessions of ``--sessions``: different code, one of it predictable
@@ -229,6 +226,10 @@ def main() -> None:
     parser.add_argument("--only", metavar="SESSION", type=int, action="append",
                         help="with --sessions: only session number SESSION (1-3; default: all)")
     args = parser.parse_args()
+    if not args.sessions and (args.dump or args.set or args.only):
+        parser.error("--dump, --set and --only go with --sessions")
+    if args.only and not set(args.only) <= set(range(1, len(SESSIONS) + 1)):
+        parser.error(f"--only takes a session number from 1 to {len(SESSIONS)}")
     if args.dump is not None:
         args.dump.mkdir(parents=True, exist_ok=True)
     if args.sessions:

@@ -442,9 +442,14 @@ def code_model_session(size: str = "full") -> TypingScript:
     ``full`` types the twelve lines of ``build_parser``'s subcommands (about
     600 keys, 80 s); ``short`` the last six of them (about 300 keys, 40 s).
     """
-    root = Path(__file__).resolve().parents[2]
     first, count = SESSION_LINES[size]
-    return typing_script((root / SESSION_SOURCE).read_text(), first, count)
+    return sample_script(SESSION_SOURCE, first, count)
+
+
+def sample_script(source: str, first: int, count: int) -> TypingScript:
+    """Lines ``first .. first+count-1`` (0-based) of the repository file ``source``, typed back."""
+    path = Path(__file__).resolve().parents[2] / source
+    return typing_script(path.read_text(), first, count, uri=f"file:///project/{path.name}")
 
 
 def code_model_server(workdir: Path, model: Path, *, threads: int = 0) -> LlamaCppServer:
