@@ -43,15 +43,20 @@ class Confidence:
         """From (start offset, probability) of every token, in order."""
         return cls(tuple((start, round(p, 4)) for start, p in tokens if p < SURE))
 
-    def sure_length(self, bar: float, start: int = 0) -> int | None:
-        """Characters from ``start`` before the first token below ``bar``; None: all sure.
+    def sure_length(self, bar: float, start: int = 0, onward: float = 0.0) -> int | None:
+        """Characters from ``start`` before the first token below the bar; None: all sure.
 
-        A token that starts before ``start`` was typed by the user: it no
-        longer counts.
+        The token at ``start`` must reach ``bar``; the tokens after it
+        ``max(bar, onward)``. A token that starts before ``start`` was typed
+        by the user: it no longer counts.
         """
+        later = max(bar, onward)
         for offset, probability in self.doubts:
-            if offset >= start and probability < bar:
-                return offset - start
+            if offset > start:
+                if probability < later:
+                    return offset - start
+            elif offset == start and probability < bar:
+                return 0
         return None
 
     def after(self, start: int) -> Confidence:

@@ -187,6 +187,11 @@ class CompletionSettings:
     #: 0.35 measured on Qwen2.5-Coder-0.5B: a third fewer wrong suggestions for
     #: 1% fewer characters saved (``tests.bench.confidence_threshold``)
     min_probability: float = 0.35
+    #: past a suggestion's first token the bar is at least this: a likely start
+    #: is shown only as far as the model stays sure of what follows. 0.6 measured
+    #: on Qwen2.5-Coder-0.5B: 30% fewer wrong suggestions for 0.4% fewer
+    #: characters saved (``tests.bench.confidence_threshold``)
+    min_onward_probability: float = 0.6
     #: where the model is sure, let a one-line answer run on past its line
     #: (within ``maxGenerationMs``) and keep the lines after it in the cache,
     #: so typing on through them is served from memory (needs ``confidence``).
@@ -198,6 +203,9 @@ class CompletionSettings:
         """Raise ValueError naming the first bad value."""
         _check(self.max_tokens >= 1, "maxTokens must be >= 1")
         _check(0.0 <= self.min_probability <= 0.99, "minProbability must be in [0, 0.99]")
+        _check(
+            0.0 <= self.min_onward_probability <= 0.99, "minOnwardProbability must be in [0, 0.99]"
+        )
         _check(self.max_generation_ms >= 0, "maxGenerationMs must be >= 0")
         _check(self.max_prompt_tokens >= 16, "maxPromptTokens must be >= 16")
         _check(0.0 <= self.temperature <= 2.0, "temperature must be in [0, 2]")

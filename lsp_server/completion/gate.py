@@ -6,9 +6,12 @@ memory or fresh, passes ``gate`` before it goes out:
 
 1. the model's confidence, where the service reported token probabilities
    (``cache.entry.Confidence``): the suggestion is cut where the first token
-   below the bar starts; in a block, after the first line, at the end of the
-   last line before the unsure one (a ghost of whole lines). Cut to nothing
-   (its start is unsure), it is held back as ``unsure``;
+   below the bar starts (its first token against ``min_probability``, the
+   rest against the higher ``min_onward_probability``: a likely start that
+   goes on where the model hesitates is mostly wrong past that point); in a
+   block, after the first line, at the end of the last line before the
+   unsure one (a ghost of whole lines). Cut to nothing (its start is
+   unsure), it is held back as ``unsure``;
 2. cheap rejects, which need no model: the part that repeats the text after
    the cursor on its line is trimmed; a suggestion whose line, once written,
    repeats the next line below or the line above, or a block line that
@@ -37,6 +40,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from cache.entry import Confidence
+from lsp_server.completion.bounds import MAX_SUGGESTION_LINES
+from lsp_server.settings import CompletionSettings
 
 #: why a suggestion was held back, as ``scopecache/stats`` names them
 UNSURE = "unsure"
@@ -57,12 +62,24 @@ class ShowBar:
 
     #: a token less probable than this ends what is shown (0: no cut)
     min_probability: float = 0.0
+    #: past the suggestion's first token, the bar is at least this: a
+    #: suggestion whose start is likely runs on only where the model stays sure
+    min_onward_probability: float = 0.0
     #: the most lines one ghost shows
     max_lines: int = 8
 
 
 #: the bar for a suggestion: (language, scope kind, source) -> ShowBar
 BarSource = Callable[[str, str, str], ShowBar]
+
+
+def configured_bar(completion: CompletionSettings) -> ShowBar:
+    """The bar ``completion`` sets (no cut when ``confidence`` is off)."""
+    if not completion.confidence:
+        return ShowBar(max_lines=MAX_SUGGESTION_LINES)
+    return ShowBar(
+        completion.min_probability, completion.min_onward_probability, MAX_SUGGESTION_LINES
+    )
 
 
 def fixed_bar(bar: ShowBar) -> BarSource:
@@ -140,7 +157,7 @@ def gate(
     if not text:
         return Verdict("")
     if confidence is not None and bar.min_probability > 0.0:
-        sure = confidence.sure_length(bar.min_probability)
+        sure = confidence.sure_length(bar.min_probability, onward=bar.min_onward_probability)
         if sure is not None and sure < len(text):
             text = _whole_lines(text, sure)
             if not text.strip():

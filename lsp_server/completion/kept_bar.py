@@ -205,10 +205,14 @@ class KeptRecord:
             if known is not None:
                 return known
             step = MAX_RAISE * lean if lean > 0 else MAX_LOWER * lean
-            moved = min(0.95, max(0.0, bar.min_probability + step))
+            onward = bar.min_onward_probability
             if len(moved_bars) >= MOVED_BARS_KEPT:
                 moved_bars.clear()  # leans drift with every tally: keep the recent ones
-            found = moved_bars[(bar, lean)] = replace(bar, min_probability=moved)
+            found = moved_bars[(bar, lean)] = replace(
+                bar,
+                min_probability=_moved(bar.min_probability, step),
+                min_onward_probability=_moved(onward, step) if onward > 0.0 else 0.0,
+            )
             return found
 
         return source
@@ -280,3 +284,8 @@ class LocalKept:
             self._task = None
         self.record.look(now_or_never=True)
         await self.save()
+
+
+def _moved(probability: float, step: float) -> float:
+    """A bar's probability moved by ``step``, within what a bar can be."""
+    return min(0.95, max(0.0, probability + step))

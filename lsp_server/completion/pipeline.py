@@ -59,6 +59,7 @@ from lsp_server.completion.gate import (
     ShowBar,
     Surroundings,
     Verdict,
+    configured_bar,
     gate,
     line_above_of,
     next_line_of,
@@ -351,11 +352,7 @@ class CompletionPipeline:
         """The bar ``source``'s suggestion at ``ctx`` must pass."""
         if self.show_bar is not None:
             return self.show_bar(ctx.language, scope_kind_of(ctx), source)
-        completion = self.completion
-        return ShowBar(
-            min_probability=completion.min_probability if completion.confidence else 0.0,
-            max_lines=MAX_SUGGESTION_LINES,
-        )
+        return configured_bar(self.completion)
 
     def _shown(self, suggestion: Suggestion, request: _Request) -> str:
         """What of ``suggestion`` goes out at the request's cursor ("" if nothing; counted why)."""

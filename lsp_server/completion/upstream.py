@@ -31,6 +31,7 @@ from cache.entry import CachedCompletion
 from cache.keys import LineAnchor, ScopeKey
 from cache.store import CompletionStore
 from lsp_server.completion.bounds import AnswerBounds
+from lsp_server.completion.gate import ShowBar
 from lsp_server.completion.inflight import InflightRegistry, InflightStream
 from lsp_server.completion.notify import UserNotifier
 from lsp_server.completion.throttle import MissThrottle
@@ -99,6 +100,10 @@ class UpstreamHost(Protocol):
     @property
     def prompt_context(self) -> Callable[[str], PromptContext] | None:
         """Other files' context sent with a miss in a document."""
+        ...
+
+    def bar(self, ctx: SyntaxContext, source: str) -> ShowBar:
+        """The bar a suggestion from ``source`` at ``ctx`` must pass to be shown."""
         ...
 
 
@@ -376,14 +381,16 @@ class UpstreamStreams:
         completion = self.completion
         multiline = completion.multiline and ctx.block_opener
         # Confidence bounds only once the service has shown it scores tokens:
-        # one that does not is asked as before.
+        # one that does not is asked as before. The bar is the one the answer
+        # will be shown under (what this developer kept moves it).
         sure = completion.confidence and self.scored
+        source = "speculative" if speculative else "upstream"
         bounds = AnswerBounds.for_cursor(
             multiline=multiline,
             line_prefix=ctx.line_prefix,
             suffix=ctx.suffix,
             max_generation_ms=completion.max_generation_ms,
-            bar=completion.min_probability if sure else 0.0,
+            bar=host.bar(ctx, source).min_probability if sure else 0.0,
             run_on=sure and completion.run_on and not ctx.line_suffix.strip(),
         )
         request = CompletionRequest(

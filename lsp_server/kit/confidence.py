@@ -29,7 +29,8 @@ another line, the document closed), or nothing if what was before the
 cursor had changed by then. Answers the service gave no probabilities for
 are left out (no bar applies to them).
 
-    python -m lsp_server.kit.confidence ANSWERS.jsonl [--bars 0,0.1,0.2,...] [--json]
+    python -m lsp_server.kit.confidence ANSWERS.jsonl [--bars 0,0.1,0.2,...]
+        [--onward 0,0.6,0.7] [--json]
     python -m lsp_server.kit.confidence --trace TRACE.jsonl
 """
 
@@ -57,6 +58,8 @@ from lsp_server.observe.trace.format import (
 from lsp_server.observe.trace.reader import iter_trace
 
 DEFAULT_BARS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+#: onward bars ``--onward`` tries when given none: 0 is the bar itself
+DEFAULT_ONWARD = (0.0,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,8 @@ class BarScore:
     """What one bar would have shown over a set of answers."""
 
     bar: float
+    #: the bar past the first token (``ShowBar.min_onward_probability``; 0: the bar)
+    onward: float = 0.0
     shown: int = 0
     useful: int = 0
     wrong: int = 0
@@ -108,8 +113,8 @@ class BarScore:
         """camelCase, as the kit's other outputs."""
         shown = self.shown
         return {
-            "bar": self.bar, "shown": shown, "useful": self.useful, "wrong": self.wrong,
-            "held": self.held, "charsSaved": self.chars_saved,
+            "bar": self.bar, "onward": self.onward, "shown": shown, "useful": self.useful,
+            "wrong": self.wrong, "held": self.held, "charsSaved": self.chars_saved,
             "precision": round(self.useful / shown, 4) if shown else 0.0,
         }  # fmt: skip
 
@@ -131,12 +136,17 @@ def useful_chars(shown: str, expect: str) -> int:
     return 0
 
 
-def score_bars(answers: Iterable[ScoredAnswer], bars: Sequence[float]) -> list[BarScore]:
-    """Score every bar in ``bars`` over ``answers``."""
-    scores = [BarScore(bar) for bar in bars]
+def score_bars(
+    answers: Iterable[ScoredAnswer],
+    bars: Sequence[float],
+    onward: Sequence[float] = DEFAULT_ONWARD,
+) -> list[BarScore]:
+    """Score every bar in ``bars`` with every onward bar in ``onward`` over ``answers``."""
+    scores = [BarScore(bar, later) for bar in bars for later in onward]
     for item in answers:
         for score in scores:
-            verdict = gate(item.answer, item.confidence, ShowBar(score.bar), item.around)
+            bar = ShowBar(score.bar, score.onward)
+            verdict = gate(item.answer, item.confidence, bar, item.around)
             if not verdict.text:
                 score.held += 1
                 continue
@@ -236,12 +246,12 @@ def answers_from_trace(trace: Path, side: Path | None = None) -> list[ScoredAnsw
 
 
 def table(scores: Sequence[BarScore]) -> str:
-    """A plain-text table of the scores, one row per bar."""
-    rows = ["  bar  shown  useful  wrong  held  chars saved  precision"]
+    """A plain-text table of the scores, one row per bar and onward bar."""
+    rows = ["  bar  onward  shown  useful  wrong  held  chars saved  precision"]
     for s in scores:
         precision = s.useful / s.shown if s.shown else 0.0
         rows.append(
-            f"{s.bar:5.2f}  {s.shown:5d}  {s.useful:6d}  {s.wrong:5d}  {s.held:4d}"
+            f"{s.bar:5.2f}  {s.onward:6.2f}  {s.shown:5d}  {s.useful:6d}  {s.wrong:5d}  {s.held:4d}"
             f"  {s.chars_saved:11d}  {precision:9.2f}"
         )
     return "\n".join(rows)
@@ -252,18 +262,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lsp_server.kit.confidence")
     parser.add_argument("answers", type=Path, nargs="?")
     parser.add_argument("--trace", type=Path, help="a trace recorded by serve --record-trace")
-    parser.add_argument("--bars", default=",".join(str(b) for b in DEFAULT_BARS))
+    parser.add_argument("--bars", default=",".join(str(b) for b in DEFAULT_BARS),
+                        help="bars for a suggestion's first token, comma-separated "
+                             "(default: %(default)s)")
+    parser.add_argument("--onward", default="0",
+                        help="bars past the first token (completion.minOnwardProbability), "
+                             "comma-separated, each scored with every bar; 0 is the bar itself "
+                             "(default: %(default)s)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     try:
         bars = [float(b) for b in args.bars.split(",") if b.strip()]
+        onward = [float(b) for b in args.onward.split(",") if b.strip()] or [0.0]
         if args.trace is not None:
             answers = answers_from_trace(args.trace)
         elif args.answers is not None:
             answers = read_answers(args.answers)
         else:
             parser.error("give an answers file or --trace")
-        scores = score_bars(answers, bars)
+        scores = score_bars(answers, bars, onward)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -21,8 +21,13 @@ from pygls.lsp.server import LanguageServer
 from cache.heat import ContextHeat
 from cache.l2.kept_file import KeptFile, kept_path
 from cache.store import CompletionStore
-from lsp_server.completion.bounds import MAX_SUGGESTION_LINES
-from lsp_server.completion.gate import BarSource, ShowBar, Surroundings, Verdict, fixed_bar
+from lsp_server.completion.gate import (
+    BarSource,
+    Surroundings,
+    Verdict,
+    configured_bar,
+    fixed_bar,
+)
 from lsp_server.completion.inflight import InflightRegistry
 from lsp_server.completion.kept_bar import KeptRecord, LocalKept
 from lsp_server.completion.notify import UserNotifier
@@ -288,12 +293,7 @@ class ScopecacheServer(LanguageServer):
         """The configured bar, moved by what the developer kept (``acceptance.learnBar``)."""
         if not self.settings.acceptance.learn_bar:
             return None
-        c = self.settings.completion
-        bar = ShowBar(
-            min_probability=c.min_probability if c.confidence else 0.0,
-            max_lines=MAX_SUGGESTION_LINES,
-        )
-        return self.kept.record.bar(fixed_bar(bar))
+        return self.kept.record.bar(fixed_bar(configured_bar(self.settings.completion)))
 
     def _pacing(self, uri: str) -> float:
         """How many times its usual wait a miss in ``uri`` waits (what was kept there)."""

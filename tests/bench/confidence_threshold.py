@@ -8,10 +8,14 @@ as scopecache sends a one-line miss (the same provider, ``n_probs`` on,
 greedy), and the answer, its tokens' probabilities and what the developer
 went on to write on the line are written as ``lsp_server.kit.confidence``
 records. Each bar is then scored: suggestions shown, useful and wrong,
-held back, characters Tab saves on the line.
+held back, characters Tab saves on the line; with ``--onward``, each bar
+beside each bar past the first token (``completion.minOnwardProbability``).
+``--slow-model-sessions`` types the three sessions of the slow-model
+benchmark (``tests.bench.bench_slow_model``) instead.
 
 Run: ``.venv/bin/python -m tests.bench.confidence_threshold [--every 3] [--url URL]
-[--out answers.jsonl]`` (``--url``: a llama.cpp server already running the model).
+[--out answers.jsonl] [--onward 0,0.5,0.6,0.7] [--slow-model-sessions]``
+(``--url``: a llama.cpp server already running the model).
 """
 
 from __future__ import annotations
@@ -28,7 +32,13 @@ import httpx
 
 from cache.entry import Confidence
 from lsp_server.completion.gate import Surroundings, line_above_of, next_line_of
-from lsp_server.kit.confidence import DEFAULT_BARS, ScoredAnswer, score_bars, table
+from lsp_server.kit.confidence import (
+    DEFAULT_BARS,
+    DEFAULT_ONWARD,
+    ScoredAnswer,
+    score_bars,
+    table,
+)
 from tests.support.code_model import ensure
 from tests.support.typing_session import TypingScript, typing_script
 from transport.backend import CompletionRequest, chunk_probability
@@ -90,11 +100,13 @@ async def ask(
     return answer, Confidence.of_tokens(scores)
 
 
-async def measure(url: str, every: int) -> list[ScoredAnswer]:
+async def measure(
+    url: str, every: int, sessions: tuple[tuple[str, int, int], ...] = SESSIONS
+) -> list[ScoredAnswer]:
     """Ask the model at the sampled keys of every session."""
     records = []
     async with httpx.AsyncClient(timeout=120.0) as client:
-        for path, first, count in SESSIONS:
+        for path, first, count in sessions:
             script = typing_script((ROOT / path).read_text(), first, count)
             for text, cursor, expect in states(script, every):
                 answer, confidence = await ask(client, url, text, cursor)
@@ -113,14 +125,33 @@ async def measure(url: str, every: int) -> list[ScoredAnswer]:
 def main(argv: list[str] | None = None) -> int:
     """Measure, write the records, print the table."""
     parser = argparse.ArgumentParser(prog="python -m tests.bench.confidence_threshold")
-    parser.add_argument("--every", type=int, default=3)
-    parser.add_argument("--url", default="")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=Path("confidence-answers.jsonl"))
+    parser.add_argument("--every", type=int, default=3,
+                        help="ask at every N-th key (default: %(default)s)")
+    parser.add_argument("--url", default="",
+                        help="a llama.cpp server already running the model (default: none, "
+                             "start one)")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="threads of the server started (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=Path("confidence-answers.jsonl"),
+                        help="where the records go (default: %(default)s)")
+    parser.add_argument("--onward", default="0",
+                        help="bars past the first token, comma-separated, each scored with "
+                             "every bar; 0 is the bar itself (default: %(default)s)")
+    parser.add_argument("--slow-model-sessions", action="store_true",
+                        help="type the slow-model benchmark's three sessions")
     args = parser.parse_args(argv)
+    try:
+        onward = tuple(float(b) for b in args.onward.split(",") if b.strip()) or DEFAULT_ONWARD
+    except ValueError:
+        parser.error(f"--onward takes comma-separated probabilities, not {args.onward!r}")
+    sessions = SESSIONS
+    if args.slow_model_sessions:
+        from tests.bench.bench_slow_model import SESSIONS as SLOW
+
+        sessions = tuple((s.source, s.first, s.count) for s in SLOW)
     started = time.perf_counter()
     if args.url:
-        records = asyncio.run(measure(args.url, args.every))
+        records = asyncio.run(measure(args.url, args.every, sessions))
     else:
         from tests.support.llamacpp import LlamaCppServer
 
@@ -128,12 +159,12 @@ def main(argv: list[str] | None = None) -> int:
             Path(tmp), model=ensure(), threads=args.threads, batch=1024,
             cache_reuse=256, slots=1, context=4096,
         ) as server:  # fmt: skip
-            records = asyncio.run(measure(server.url, args.every))
+            records = asyncio.run(measure(server.url, args.every, sessions))
     with args.out.open("w", encoding="utf-8") as out:
         for record in records:
             out.write(json.dumps(record.to_json()) + "\n")
     print(f"{len(records)} answers in {time.perf_counter() - started:.0f} s -> {args.out}")
-    print(table(score_bars(records, DEFAULT_BARS)))
+    print(table(score_bars(records, DEFAULT_BARS, onward)))
     return 0
 
 

@@ -64,12 +64,28 @@ async def test_below_the_bar_the_whole_suggestion_shows_and_confidence_off_asks_
     parting: ReferenceService,
 ) -> None:
     parting.reset()
-    async with ServerProcess(options(parting, minProbability=0.4)) as server:
+    whole = options(parting, minProbability=0.4, minOnwardProbability=0)
+    async with ServerProcess(whole) as server:
         server.open(URI, TEXT)
         assert await server.inline_text(URI, 1, 12) == "scale(depth, 2)"
     async with ServerProcess(options(parting, confidence=False, minProbability=0.9)) as server:
         server.open(URI, TEXT)
         assert await server.inline_text(URI, 1, 12) == "scale(depth, 2)"
+
+
+async def test_past_its_first_token_the_onward_bar_cuts_a_suggestion_with_a_sure_start(
+    parting: ReferenceService,
+) -> None:
+    parting.reset()
+    settings = options(parting, minProbability=0.4, minOnwardProbability=0.6)
+    async with ServerProcess(settings) as server:
+        server.open(URI, TEXT)
+        assert await server.inline_text(URI, 1, 12) == "scale(depth,"
+        # typed up to the coin toss, it is the suggestion's first token: the bar judges it
+        server.change(URI, [{"text": TEXT + "scale(depth,"}])
+        assert await server.inline_text(URI, 1, 24) == " 2)"
+        stats = await server.stats()
+    assert stats["served"]["typed"] == 1 and stats["upstreamRequests"] == 1
 
 
 async def test_a_suggestion_whose_start_is_unsure_is_held_back_and_counted(

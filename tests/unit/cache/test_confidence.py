@@ -28,6 +28,13 @@ def test_typed_through_a_doubtful_token_moves_the_cut_to_the_next() -> None:
     assert CONF.after(9).sure_length(0.5) == 11
 
 
+def test_tokens_after_the_first_meet_the_onward_bar() -> None:
+    assert CONF.sure_length(0.35, onward=0.75) == 8  # 0.4 starts it, past the first token
+    assert CONF.sure_length(0.995, onward=0.5) == 0  # the first token is judged by the bar
+    assert CONF.sure_length(0.35, start=8, onward=0.75) == 4  # from 8: 0.4 is the first token
+    assert CONF.sure_length(0.5, onward=0.3) == 8  # an onward bar below the bar is the bar
+
+
 def test_entry_round_trips_its_confidence_and_older_entries_lack_it() -> None:
     key = ScopeKey.build(language="python", scope_depth=0, node_type="m", parent_type="",
                          scope_text="", suffix_fp=1)

@@ -30,6 +30,15 @@ def test_a_suggestion_is_cut_where_its_first_unsure_token_starts() -> None:
     assert gate(text, sure((8, 0.9), (14, 0.2)), BAR, AT_END) == Verdict("compute(values")
 
 
+def test_past_its_first_token_a_suggestion_meets_the_onward_bar() -> None:
+    # the example the slow-model session showed: a right start, a hesitant " and"
+    text = "while pos < len(source) and source[pos] != quote:"
+    doubts = sure((0, 0.4), (len("while pos < len(source)"), 0.5))
+    onward = ShowBar(min_probability=0.35, min_onward_probability=0.6)
+    assert gate(text, doubts, onward, AT_END) == Verdict("while pos < len(source)")
+    assert gate(text, doubts, ShowBar(min_probability=0.35), AT_END) == Verdict(text)
+
+
 def test_a_suggestion_whose_start_is_unsure_is_held_back() -> None:
     assert gate("compute(x)", sure((0, 0.3)), BAR, AT_END) == Verdict("", UNSURE)
     # cut to nothing but blanks is as unsure

@@ -37,7 +37,7 @@ from lsp_server.settings import CompletionSettings
 from tests.support import conditions
 from transport.backend import CompletionBackend, CompletionRequest, ScoredText
 
-BASE = ShowBar(min_probability=0.3, max_lines=8)
+BASE = ShowBar(min_probability=0.3, min_onward_probability=0.6, max_lines=8)
 URI = "file:///p/app.py"
 TEXT = "def scaled(values, factor):\n    result = "
 
@@ -103,6 +103,7 @@ def test_rarely_kept_suggestions_raise_the_bar_and_slow_the_pacing() -> None:
     ledger.suggestions(language="python", source="upstream", shown=30, kept=0)
     bar = record.bar(fixed_bar(BASE))("python", "function", "upstream")
     assert bar.min_probability == pytest.approx(BASE.min_probability + MAX_RAISE)
+    assert bar.min_onward_probability == pytest.approx(BASE.min_onward_probability + MAX_RAISE)
     assert record.pacing("python") == pytest.approx(MAX_SLOWDOWN)
 
 
@@ -112,6 +113,7 @@ def test_kept_suggestions_lower_the_bar_and_quicken_the_pacing() -> None:
     ledger.suggestions(language="python", source="upstream", shown=30, kept=30)
     bar = record.bar(fixed_bar(BASE))("python", "function", "upstream")
     assert bar.min_probability == pytest.approx(BASE.min_probability - MAX_LOWER)
+    assert bar.min_onward_probability == pytest.approx(BASE.min_onward_probability - MAX_LOWER)
     assert record.pacing("python") == pytest.approx(MAX_SPEEDUP)
 
 
