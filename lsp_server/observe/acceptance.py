@@ -4,7 +4,11 @@ One ``AcceptanceLedger`` per server (and one per recorded session the tuning
 kit reads back). It is told three things:
 
 * ``shown``: a suggestion went out (its id, where, its text, and its
-  ``Attribution``: source, language, scope kind);
+  ``Attribution``: source, language, scope kind). The rest of the last one
+  shown in a document, shown again further on its line after the user typed
+  its start, is the same suggestion typed through: it can be accepted under
+  its new id, and counts where it was first shown, once (one suggestion
+  typed through over twenty keys is one suggestion, not twenty unkept ones);
 * ``accept``: the editor accepted it, in full or a part (a word, a line):
   the newly accepted characters start to be followed (``FollowedText``);
 * ``edit`` / ``replaced`` / ``closed``: what happens to the documents
@@ -45,7 +49,7 @@ import logging
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from lsp_server.observe.retained import (
@@ -308,6 +312,8 @@ class AcceptanceLedger:
         self._recent: dict[str, deque[_Record]] = {}
         #: remembered shown suggestions per document, and each such document's last edit
         self._shown_in: Counter[str] = Counter()
+        #: the id of the last suggestion shown in each such document
+        self._last_shown: dict[str, str] = {}
         self._last_edit: dict[str, _Edit] = {}
         self._edit_seq = itertools.count(1)
         self._verdicts: dict[str, _Verdict] = {}
@@ -351,36 +357,69 @@ class AcceptanceLedger:
     # -- what the editor and the server report ------------------------------------------
 
     def shown(self, suggestion: ShownSuggestion) -> None:
-        """A suggestion went out."""
-        now = self._clock()
-        self._group(suggestion.attribution).shown += 1
-        record = _Record(shown_at=now, chars=len(suggestion.text))
-        recent = self._recent.get(suggestion.attribution.source)
-        if recent is None:
-            recent = self._recent[suggestion.attribution.source] = deque(
-                maxlen=self._settings.mute_over + SHOWN_KEPT
-            )
-        elif recent.maxlen != self._settings.mute_over + SHOWN_KEPT:
-            recent = self._recent[suggestion.attribution.source] = deque(
-                recent, maxlen=self._settings.mute_over + SHOWN_KEPT
-            )
-        recent.append(record)
+        """A suggestion went out (or the rest of the last one, typed through)."""
         uri = suggestion.uri
+        earlier = self._continued(suggestion)
+        if earlier is not None:
+            # its accepts count where the suggestion was first shown
+            suggestion = replace(suggestion, attribution=earlier.suggestion.attribution)
+            record = earlier.record
+        else:
+            record = _Record(shown_at=self._clock(), chars=len(suggestion.text))
+            self._count_shown(suggestion.attribution, record)
         last = self._last_edit.get(uri)
         replaced = self._shown.pop(suggestion.item_id, None)
         if replaced is not None:
             self._unshown(replaced.suggestion.uri)
         self._shown[suggestion.item_id] = _Shown(suggestion, record, last.seq if last else 0)
         self._shown_in[uri] += 1
+        self._last_shown[uri] = suggestion.item_id
         while len(self._shown) > SHOWN_KEPT:
             _item, oldest = self._shown.popitem(last=False)
             self._unshown(oldest.suggestion.uri)
-        self._shown_latency.append(suggestion.latency_ms)
+        if earlier is None:
+            self._shown_latency.append(suggestion.latency_ms)
+
+    def _continued(self, suggestion: ShownSuggestion) -> _Shown | None:
+        """The document's last suggestion, if ``suggestion`` is its rest typed through.
+
+        Whatever served the rest (a typed-through hit, the same stream), it
+        is the suggestion first shown, and counts where that one did.
+        """
+        last_id = self._last_shown.get(suggestion.uri)
+        last = self._shown.get(last_id) if last_id is not None else None
+        if last is None or last_id == suggestion.item_id:
+            return None
+        before = last.suggestion
+        typed = suggestion.character - before.character
+        if (
+            suggestion.line != before.line
+            or typed <= 0
+            or before.text[typed:] != suggestion.text
+            or "\n" in before.text[:typed]
+        ):
+            return None
+        return last
+
+    def _count_shown(self, attribution: Attribution, record: _Record) -> None:
+        """One more suggestion shown in ``attribution``'s group and its source's recent ones."""
+        self._group(attribution).shown += 1
+        recent = self._recent.get(attribution.source)
+        if recent is None:
+            recent = self._recent[attribution.source] = deque(
+                maxlen=self._settings.mute_over + SHOWN_KEPT
+            )
+        elif recent.maxlen != self._settings.mute_over + SHOWN_KEPT:
+            recent = self._recent[attribution.source] = deque(
+                recent, maxlen=self._settings.mute_over + SHOWN_KEPT
+            )
+        recent.append(record)
 
     def _unshown(self, uri: str) -> None:
         self._shown_in[uri] -= 1
         if self._shown_in[uri] <= 0:
             del self._shown_in[uri]
+            self._last_shown.pop(uri, None)
             self._last_edit.pop(uri, None)
 
     def accept(

@@ -239,11 +239,11 @@ def test_the_mute_gate_is_off_by_default() -> None:
 def test_a_source_whose_suggestions_are_not_kept_is_muted_with_probes() -> None:
     ed = Editor(mute_below=0.2, mute_over=10)
     ed.open(URI, "")
-    for _ in range(9):
-        ed.show((0, 0), "never accepted")
+    for n in range(9):
+        ed.show((0, 0), f"never accepted {n}")
     ed.wait(31)
     assert not ed.ledger.muted("upstream")  # nine settled suggestions: too few to judge
-    ed.show((0, 0), "never accepted")
+    ed.show((0, 0), "never accepted 9")
     ed.wait(31)
     verdicts = [ed.ledger.muted("upstream") for _ in range(2 * PROBE_EVERY)]
     assert verdicts.count(False) == 2  # one probe in PROBE_EVERY
@@ -396,3 +396,30 @@ def test_an_edit_above_between_the_insert_and_the_accept_still_counts_it() -> No
     assert ed.ledger.accept(item) == AcceptOutcome(10, first=True)
     ed.wait(30)
     assert ed.ledger.totals().retained_short == 10
+
+
+def test_a_suggestion_typed_through_counts_once_where_it_was_first_shown() -> None:
+    ed = Editor()
+    ed.open(URI, "def parse_hea")
+    ed.show((0, 13), "der(line):")
+    ed.insert((0, 13), "de")
+    rest = ed.show((0, 15), "r(line):", CACHED)  # served from memory as the user types
+    assert ed.ledger.totals().shown == 1
+    ed.insert((0, 15), "r(line):")
+    assert ed.ledger.accept(rest) == AcceptOutcome(8, first=True)
+    ed.wait(30.0)
+    totals = ed.ledger.totals()
+    assert (totals.shown, totals.accepted, totals.retained_short) == (1, 1, 8)
+    snap = ed.ledger.snapshot()
+    assert snap["bySource"]["upstream"]["accepted"] == 1 and "exact" not in snap["bySource"]
+
+
+def test_a_different_suggestion_after_typing_is_another_one() -> None:
+    ed = Editor()
+    ed.open(URI, "def parse_hea")
+    ed.show((0, 13), "der(line):")
+    ed.insert((0, 13), "dx")
+    ed.show((0, 15), "(line):")  # not the rest of the first: "der(" was not typed
+    ed.show((1, 0), "r(line):")  # another line
+    ed.show((1, 0), "r(line):")  # shown again where it stands: the editor asked again
+    assert ed.ledger.totals().shown == 4
