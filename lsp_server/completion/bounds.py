@@ -17,8 +17,10 @@ in the same places:
 * once the first line is complete, a block stops growing after
   ``completion.maxGenerationMs`` of generation (cut at the last line end);
 * where the service reports token probabilities (``bar`` above 0), a block
-  ends before its first line past the first with a token below the bar: that
-  line would not be shown (``completion.gate``), so it is not generated;
+  ends before its first line past the first with a token below the bar (the
+  answer's first token against ``bar``, the rest against ``onward``, as the
+  gate judges them): that line would not be shown (``completion.gate``), so
+  it is not generated;
 * a one-line place may *run on* (``run_on``: the service reports
   probabilities, ``completion.runOn``): its answer goes on past the first
   line while the model is sure, within the same line and time limits,
@@ -77,6 +79,8 @@ class AnswerBounds:
     max_generation_s: float = 0.0
     #: past the first line, a line with a token less probable than this ends the answer
     bar: float = 0.0
+    #: the bar past the answer's first token (``ShowBar.min_onward_probability``)
+    onward: float = 0.0
     #: a one-line place whose answer runs on past its first line while the model is sure
     run_on: bool = False
 
@@ -89,6 +93,7 @@ class AnswerBounds:
         suffix: str,
         max_generation_ms: float,
         bar: float = 0.0,
+        onward: float = 0.0,
         run_on: bool = False,
     ) -> AnswerBounds:
         """The bounds at a cursor with ``line_prefix`` before it and ``suffix`` after it."""
@@ -103,8 +108,13 @@ class AnswerBounds:
             next_line=next_line,
             max_generation_s=max(0.0, max_generation_ms) / 1000.0,
             bar=bar if multiline or run_on else 0.0,
+            onward=onward,
             run_on=run_on and not multiline and bar > 0.0,
         )
+
+    def doubts(self, offset: int, probability: float) -> bool:
+        """Whether a token starting at ``offset`` of the answer with ``probability`` is unsure."""
+        return probability < (self.bar if offset == 0 else max(self.bar, self.onward))
 
     def cut(self, text: str, generating_for: float, first_doubt: int | None = None) -> Cut | None:
         """Where ``text`` (the answer so far) ends, or None to read on.

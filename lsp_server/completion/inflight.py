@@ -197,15 +197,17 @@ class InflightRegistry:
                 probability = chunk_probability(chunk)
                 if probability is not None:
                     stream.scores.append((len(stream.text), probability))
-                bar = stream.bounds.bar if stream.bounds is not None else 0.0
-                if bar and chunk and stream.first_doubt is None and (
-                    bool(stream.scores) if probability is None else probability < bar
+                bounds = stream.bounds
+                if bounds is not None and bounds.bar and chunk and stream.first_doubt is None and (
+                    bool(stream.scores)
+                    if probability is None
+                    else bounds.doubts(len(stream.text), probability)
                 ):
                     # unsure, or not scored by a service that scores the rest
                     stream.first_doubt = len(stream.text)
                 stream.text += chunk
-                if stream.bounds is not None:
-                    cut = stream.bounds.cut(stream.text, clock() - first_at, stream.first_doubt)
+                if bounds is not None:
+                    cut = bounds.cut(stream.text, clock() - first_at, stream.first_doubt)
                     if cut is not None:
                         stream.text = stream.text[: cut.length]
                         stream.truncated = stream.truncated or cut.truncated

@@ -384,13 +384,14 @@ class UpstreamStreams:
         # one that does not is asked as before. The bar is the one the answer
         # will be shown under (what this developer kept moves it).
         sure = completion.confidence and self.scored
-        source = "speculative" if speculative else "upstream"
+        shown_under = host.bar(ctx, "speculative" if speculative else "upstream") if sure else None
         bounds = AnswerBounds.for_cursor(
             multiline=multiline,
             line_prefix=ctx.line_prefix,
             suffix=ctx.suffix,
             max_generation_ms=completion.max_generation_ms,
-            bar=host.bar(ctx, source).min_probability if sure else 0.0,
+            bar=shown_under.min_probability if shown_under else 0.0,
+            onward=shown_under.min_onward_probability if shown_under else 0.0,
             run_on=sure and completion.run_on and not ctx.line_suffix.strip(),
         )
         request = CompletionRequest(

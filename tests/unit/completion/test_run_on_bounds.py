@@ -49,3 +49,17 @@ def test_a_block_ends_before_its_first_unsure_line_past_the_first() -> None:
 
 def test_time_still_bounds_a_run_on() -> None:
     assert run_on().cut("0\n    count = 0\n", 2.0) == Cut(15, truncated=True)
+
+
+def test_past_its_first_token_a_block_is_judged_by_the_onward_bar() -> None:
+    bounds = AnswerBounds.for_cursor(
+        multiline=True, line_prefix="def f():", suffix="", max_generation_ms=1000,
+        bar=0.3, onward=0.6,
+    )
+    assert not bounds.doubts(0, 0.5)  # the first token: against 0.3
+    assert bounds.doubts(4, 0.5)  # a later one: against 0.6
+    assert not bounds.doubts(4, 0.7)
+    plain = AnswerBounds.for_cursor(
+        multiline=True, line_prefix="def f():", suffix="", max_generation_ms=1000, bar=0.3
+    )
+    assert not plain.doubts(4, 0.5)  # no onward bar: the bar everywhere
