@@ -169,8 +169,59 @@ def _whole_lines(text: str, sure: int) -> str:
     """``text`` cut at ``sure``; past its first line, at the end of the last sure line."""
     first_end = text.find("\n")
     if first_end < 0 or sure <= first_end:
-        return text[:sure]
+        return before_open_string(text[:sure])
     return text[: text.rfind("\n", 0, sure + 1)]
+
+
+def before_open_string(cut: str) -> str:
+    """``cut`` without a string it opens and leaves open, with the argument that string starts.
+
+    A suggestion cut where the model became unsure of a string's contents
+    ends in a fragment (``type=int, help="``) that is rarely what is typed:
+    it is trimmed to before the string, its keyword and its separator
+    (``type=int``). Measured on the real model's answers, this shows fewer
+    wrong suggestions and saves more characters (``docs/cache.md``).
+    """
+    quote = _open_quote(cut)
+    if quote < 0:
+        return cut
+    head = cut[:quote].rstrip()
+    if head.endswith("=") and len(head) > 1 and (head[-2].isalnum() or head[-2] == "_"):
+        head = head[:-1]  # a keyword argument: ``help="`` goes with its string
+        start = len(head)
+        while start > 0 and (head[start - 1].isalnum() or head[start - 1] == "_"):
+            start -= 1
+        head = head[:start].rstrip()
+    if head.endswith(","):
+        head = head[:-1]
+    return head.rstrip()
+
+
+#: what may stand right before a string's opening quote (``f"``, ``rb'``)
+_STRING_PREFIXES = frozenset({"", "f", "b", "r", "u", "rb", "br", "fr", "rf"})
+
+
+def _open_quote(text: str) -> int:
+    """Where the string literal ``text`` leaves open starts, prefix included (-1: none).
+
+    A quote inside a word (``don't``) starts no string.
+    """
+    quote, start, escaped = "", -1, False
+    for index, char in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            word = index
+            while word > 0 and (text[word - 1].isalnum() or text[word - 1] == "_"):
+                word -= 1
+            if text[word:index].lower() in _STRING_PREFIXES:
+                quote, start = char, word
+    return start if quote else -1
 
 
 def _cheap_rejects(text: str, max_lines: int, around: Surroundings) -> Verdict:

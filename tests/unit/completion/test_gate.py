@@ -12,6 +12,7 @@ from lsp_server.completion.gate import (
     ShowBar,
     Surroundings,
     Verdict,
+    before_open_string,
     gate,
     line_above_of,
     next_line_of,
@@ -37,6 +38,28 @@ def test_past_its_first_token_a_suggestion_meets_the_onward_bar() -> None:
     onward = ShowBar(min_probability=0.35, min_onward_probability=0.6)
     assert gate(text, doubts, onward, AT_END) == Verdict("while pos < len(source)")
     assert gate(text, doubts, ShowBar(min_probability=0.35), AT_END) == Verdict(text)
+
+
+@pytest.mark.parametrize(
+    ("cut", "shown"),
+    [
+        ('add_argument("id", type=int, help="', 'add_argument("id", type=int'),
+        ('print(f"', "print("),
+        ('msg = "it', "msg ="),
+        ("say('done')", "say('done')"),  # closed: nothing to trim
+        ("# don't do", "# don't do"),  # a quote inside a word opens no string
+    ],
+)
+def test_a_cut_inside_a_string_it_opened_is_trimmed_to_before_that_string(
+    cut: str, shown: str
+) -> None:
+    assert before_open_string(cut) == shown
+
+
+def test_a_suggestion_cut_while_unsure_of_a_string_ends_before_it() -> None:
+    text = 'add_argument("id", type=int, help="the item")'
+    doubts = sure((len('add_argument("id", type=int, help="'), 0.2))
+    assert gate(text, doubts, BAR, AT_END) == Verdict('add_argument("id", type=int')
 
 
 def test_a_suggestion_whose_start_is_unsure_is_held_back() -> None:
