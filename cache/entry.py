@@ -25,6 +25,14 @@ from cache.keys import LineAnchor, ScopeKey
 SURE = 0.995
 
 
+def token_bar(first: bool, bar: float, onward: float) -> float:
+    """The probability a token must reach: ``bar`` for an answer's first, ``onward`` past it.
+
+    An onward bar below ``bar`` is ``bar``.
+    """
+    return bar if first else max(bar, onward)
+
+
 @dataclass(frozen=True, slots=True)
 class Confidence:
     """Where an answer's doubtful tokens start and how sure the model was of each.
@@ -50,13 +58,9 @@ class Confidence:
         ``max(bar, onward)``. A token that starts before ``start`` was typed
         by the user: it no longer counts.
         """
-        later = max(bar, onward)
         for offset, probability in self.doubts:
-            if offset > start:
-                if probability < later:
-                    return offset - start
-            elif offset == start and probability < bar:
-                return 0
+            if offset >= start and probability < token_bar(offset == start, bar, onward):
+                return offset - start
         return None
 
     def after(self, start: int) -> Confidence:

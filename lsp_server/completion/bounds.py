@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cache.entry import token_bar
+
 #: the longest suggestion shown, in lines
 MAX_SUGGESTION_LINES = 8
 
@@ -114,7 +116,7 @@ class AnswerBounds:
 
     def doubts(self, offset: int, probability: float) -> bool:
         """Whether a token starting at ``offset`` of the answer with ``probability`` is unsure."""
-        return probability < (self.bar if offset == 0 else max(self.bar, self.onward))
+        return probability < token_bar(offset == 0, self.bar, self.onward)
 
     def cut(self, text: str, generating_for: float, first_doubt: int | None = None) -> Cut | None:
         """Where ``text`` (the answer so far) ends, or None to read on.

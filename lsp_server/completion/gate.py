@@ -186,12 +186,9 @@ def before_open_string(cut: str) -> str:
     if quote < 0:
         return cut
     head = cut[:quote].rstrip()
-    if head.endswith("=") and len(head) > 1 and (head[-2].isalnum() or head[-2] == "_"):
+    if head.endswith("=") and _word_start(head, len(head) - 1) < len(head) - 1:
         head = head[:-1]  # a keyword argument: ``help="`` goes with its string
-        start = len(head)
-        while start > 0 and (head[start - 1].isalnum() or head[start - 1] == "_"):
-            start -= 1
-        head = head[:start].rstrip()
+        head = head[: _word_start(head, len(head))].rstrip()
     if head.endswith(","):
         head = head[:-1]
     return head.rstrip()
@@ -216,12 +213,18 @@ def _open_quote(text: str) -> int:
             elif char == quote:
                 quote = ""
         elif char in "'\"":
-            word = index
-            while word > 0 and (text[word - 1].isalnum() or text[word - 1] == "_"):
-                word -= 1
+            word = _word_start(text, index)
             if text[word:index].lower() in _STRING_PREFIXES:
                 quote, start = char, word
     return start if quote else -1
+
+
+def _word_start(text: str, end: int) -> int:
+    """Where the identifier-like run of characters that ends at ``end`` starts."""
+    start = end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return start
 
 
 def _cheap_rejects(text: str, max_lines: int, around: Surroundings) -> Verdict:

@@ -47,17 +47,29 @@ def options(upstream: ReferenceService, **completion: Any) -> dict[str, Any]:
     }
 
 
+async def shown_then_typed_through(
+    parting: ReferenceService, typed: str, **completion: Any
+) -> tuple[str | None, str | None, dict[str, Any]]:
+    """The suggestion after TEXT, the one after typing ``typed`` on, and the stats then."""
+    parting.reset()
+    async with ServerProcess(options(parting, **completion)) as server:
+        server.open(URI, TEXT)
+        first = await server.inline_text(URI, 1, 12)
+        server.change(URI, [{"text": TEXT + typed}])
+        rest = await server.inline_text(URI, 1, 12 + len(typed))
+        stats = await server.stats()
+    return first, rest, stats
+
+
 async def test_a_suggestion_is_cut_where_the_service_is_unsure_and_keeps_its_cut_typed_through(
     parting: ReferenceService,
 ) -> None:
-    parting.reset()
-    async with ServerProcess(options(parting, minProbability=0.6)) as server:
-        server.open(URI, TEXT)
-        assert await server.inline_text(URI, 1, 12) == "scale(depth,"
-        server.change(URI, [{"text": TEXT + "sc"}])
-        assert await server.inline_text(URI, 1, 14) == "ale(depth,"
-        stats = await server.stats()
-        assert stats["served"]["typed"] == 1 and stats["upstreamRequests"] == 1
+    first, rest, stats = await shown_then_typed_through(parting, "sc", minProbability=0.6)
+    assert first == "scale(depth,"
+    assert rest == "ale(depth,"
+    assert stats["served"]["typed"] == 1 and stats["upstreamRequests"] == 1
+    # one suggestion, typed through: shown once, not once per request
+    assert stats["acceptance"]["shown"] == 1
 
 
 async def test_below_the_bar_the_whole_suggestion_shows_and_confidence_off_asks_none(
@@ -76,15 +88,12 @@ async def test_below_the_bar_the_whole_suggestion_shows_and_confidence_off_asks_
 async def test_past_its_first_token_the_onward_bar_cuts_a_suggestion_with_a_sure_start(
     parting: ReferenceService,
 ) -> None:
-    parting.reset()
-    settings = options(parting, minProbability=0.4, minOnwardProbability=0.6)
-    async with ServerProcess(settings) as server:
-        server.open(URI, TEXT)
-        assert await server.inline_text(URI, 1, 12) == "scale(depth,"
-        # typed up to the coin toss, it is the suggestion's first token: the bar judges it
-        server.change(URI, [{"text": TEXT + "scale(depth,"}])
-        assert await server.inline_text(URI, 1, 24) == " 2)"
-        stats = await server.stats()
+    # typed up to the coin toss, it is the suggestion's first token: the first bar judges it
+    first, rest, stats = await shown_then_typed_through(
+        parting, "scale(depth,", minProbability=0.4, minOnwardProbability=0.6
+    )
+    assert first == "scale(depth,"
+    assert rest == " 2)"
     assert stats["served"]["typed"] == 1 and stats["upstreamRequests"] == 1
 
 

@@ -56,6 +56,9 @@ def test_every_policy_name_is_accepted(policy: str) -> None:
         ({"transport": {"http2": 1}}, "transport.http2"),
         ({"auth": {"refreshAt": 1.5}}, "auth.refreshAt"),
         ({"apiKeyEnv": "not a name"}, "apiKeyEnv"),
+        ({"completion": {"minProbability": 1.5}}, "completion.minProbability"),
+        ({"completion": {"minOnwardProbability": -0.1}}, "completion.minOnwardProbability"),
+        ({"completion": {"minOnwardProbability": 1.0}}, "completion.minOnwardProbability"),
     ],
 )
 def test_a_bad_value_names_its_key_and_keeps_the_default(data: dict[str, object], key: str) -> None:
