@@ -22,7 +22,14 @@ Departures from pygls's defaults, all deliberate:
   and Tab would accept the list item instead. Requests are still answered;
 * a method registered with ``answer_immediately`` (inline completion) is
   answered in the loop iteration that read it when its answer is in memory
-  (see "The immediate route" below).
+  (see "The immediate route" below);
+* a notification registered with ``handle_immediately`` (didChange, one per
+  keystroke) goes straight to its handler when its params have the plain
+  shape: pygls's dispatch (structuring through cattrs, two ``isinstance``
+  checks against runtime protocols, a uuid, a future and a generator per
+  message) cost more than applying the edit did. pygls runs such a handler
+  synchronously as the message is read, and so does this; a failure is
+  reported as pygls reports it, params of another shape go pygls's way.
 
 The immediate route. pygls answers a request in three loop iterations: one
 structures the message and creates the handler's task, one runs the task,
@@ -48,6 +55,7 @@ import contextvars
 import inspect
 import json
 import logging
+import sys
 from collections.abc import Callable, Generator
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -56,7 +64,7 @@ from json.encoder import encode_basestring_ascii as json_string
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+from pygls.exceptions import FeatureNotificationError, JsonRpcException, JsonRpcInternalError
 from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, lsp_method
 
 from lsp_server.completion.pending import Pending
@@ -75,6 +83,15 @@ class ImmediateRoute:
     answer: Callable[[Any], str | Pending[Any]]
 
 
+@dataclass(frozen=True, slots=True)
+class ImmediateNotification:
+    """How notifications of one method may go to their handler without pygls's dispatch."""
+
+    #: the handler's params from the message's raw ``params``, or None: go pygls's way
+    params: Callable[[Any], Any | None]
+    handle: Callable[[Any], None]
+
+
 class ScopecacheProtocol(LanguageServerProtocol):
     """pygls's language server protocol without its own document store."""
 
@@ -84,6 +101,7 @@ class ScopecacheProtocol(LanguageServerProtocol):
     def __init__(self, server: Any, converter: Any) -> None:
         super().__init__(server, converter)
         self._immediate: dict[str, ImmediateRoute] = {}
+        self._immediate_notifications: dict[str, ImmediateNotification] = {}
 
     def answer_immediately(
         self,
@@ -101,6 +119,17 @@ class ScopecacheProtocol(LanguageServerProtocol):
         """
         self._immediate[method] = ImmediateRoute(params, answer)
 
+    def handle_immediately(
+        self, method: str, params: Callable[[Any], Any | None], handle: Callable[[Any], None]
+    ) -> None:
+        """Hand notifications of ``method`` straight to ``handle`` when ``params`` reads them.
+
+        ``params`` turns the raw params into the handler's, or returns None
+        when they are not of the plain shape it reads (the notification then
+        goes pygls's way).
+        """
+        self._immediate_notifications[method] = ImmediateNotification(params, handle)
+
     def structure_message(self, data: dict[str, Any]) -> Any:
         """Accept requests and notifications that omit ``params``."""
         if "method" in data and "params" not in data:
@@ -114,6 +143,11 @@ class ScopecacheProtocol(LanguageServerProtocol):
             return
         route = self._immediate.get(method) if isinstance(method, str) else None
         if route is not None and "id" in data and self._answered_immediately(route, data):
+            return
+        notification = (
+            self._immediate_notifications.get(method) if isinstance(method, str) else None
+        )
+        if notification is not None and "id" not in data and self._handled_now(notification, data):
             return
         try:
             message = self.structure_message(data)
@@ -146,6 +180,21 @@ class ScopecacheProtocol(LanguageServerProtocol):
             return False
         # As pygls runs a handler: in a copy of the context, with its request id set.
         contextvars.copy_context().run(self._answer_now, data["id"], route.answer, params)
+        return True
+
+    def _handled_now(self, notification: ImmediateNotification, data: dict[str, Any]) -> bool:
+        """Run a notification's handler now; False when it must go pygls's way."""
+        if self._shutdown:
+            return False
+        params = notification.params(data.get("params"))
+        if params is None:
+            return False
+        try:
+            notification.handle(params)
+        except Exception:
+            # as pygls reports a notification handler's failure
+            error = JsonRpcInternalError.of(sys.exc_info())  # type: ignore[no-untyped-call]
+            self._server._report_server_error(error, FeatureNotificationError)
         return True
 
     def _answer_now(

@@ -17,7 +17,9 @@ keys), so what a hit schedules after its answer runs before the next one.
 
 Printed per kind: the Python opcodes run from the request's arrival to its
 answer's write (``to write``), and in the whole ``receive`` call (``call``),
-with the modules where the most run (``--by-file``). With ``--loop N`` it
+with the modules where the most run (``--by-file``); for the typed hit also
+those of the edit before it (``edit``: the didChange, handled as it is read,
+which an editor sends just before its request). With ``--loop N`` it
 runs N steps of one kind uncounted instead, for an instruction count:
 ``valgrind --tool=callgrind`` of ``--loop N --ask`` less that of the same
 steps' edits alone (``--no-ask``), divided by N, speculation off in both
@@ -40,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -152,9 +155,14 @@ class InProcess:
 
     def request(self, kind: str) -> dict[str, Any]:
         """The next request of ``kind`` (a typed one after its edit)."""
+        if kind == "typed":
+            self.advance()
+        return self.ask(kind)
+
+    def ask(self, kind: str) -> dict[str, Any]:
+        """The request of ``kind`` at the current step (no edit)."""
         if kind == "repeated":
             return self.message(INLINE, inline_params(URI, COL))
-        self.advance()
         return self.message(INLINE, inline_params(TYPED_URI, COL + self.typed))
 
     def expected(self, kind: str) -> str:
@@ -194,9 +202,13 @@ class OpcodeCount:
 
     def run(self, protocol: ScopecacheProtocol, message: dict[str, Any]) -> None:
         self.writer.writes = 0
+        self.call(lambda: protocol.receive(message))
+
+    def call(self, work: Callable[[], None]) -> None:
+        """Count the opcodes ``work`` runs."""
         sys.settrace(self._trace)
         try:
-            protocol.receive(message)
+            work()
         finally:
             sys.settrace(None)
 
@@ -210,9 +222,14 @@ async def count(by_file: bool) -> dict[str, dict[str, float]]:
             for _ in range(WARM):
                 await _hit(server, kind)
             counts = []
+            edits = 0
             files: Counter[str] = Counter()
             for _ in range(COUNTED):
-                message = server.request(kind)
+                if kind == "typed":
+                    edit = OpcodeCount(server.writer)
+                    edit.call(server.advance)
+                    edits += edit.total
+                message = server.ask(kind)
                 counter = OpcodeCount(server.writer)
                 counter.run(server.protocol, message)
                 assert server.writer.writes == 1, "not answered on the immediate route"
@@ -224,6 +241,7 @@ async def count(by_file: bool) -> dict[str, dict[str, float]]:
                 "to write": sum(c[0] for c in counts) / COUNTED,
                 "call": sum(c[1] for c in counts) / COUNTED,
                 "spread": max(c[0] for c in counts) - min(c[0] for c in counts),
+                "edit": edits / COUNTED,
             }
             if by_file:
                 print(f"{kind}: opcodes per hit by file")
@@ -303,9 +321,10 @@ def main() -> None:
             print(f"{kind:9s} instructions per hit (callgrind, {args.callgrind}): {per_hit:,.0f}")
         return
     for kind, figure in asyncio.run(count(args.by_file)).items():
+        edit = f"  the edit before it {figure['edit']:7.1f}" if figure["edit"] else ""
         print(
             f"{kind:9s} opcodes to write {figure['to write']:7.1f}  "
-            f"in the call {figure['call']:7.1f}  (spread {figure['spread']:.0f})"
+            f"in the call {figure['call']:7.1f}  (spread {figure['spread']:.0f}){edit}"
         )
 
 

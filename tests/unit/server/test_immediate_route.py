@@ -1,5 +1,8 @@
 """The inline hit path: answered in the loop iteration that read it, misses still pygls's.
 
+didChange takes the same kind of route: a plain-shaped edit goes straight to
+its handler, anything else pygls's way to the same handler.
+
 The server runs in process with the fake backend at the transport seam; the
 protocol gets each message as the frame reader hands it on
 (``ScopecacheProtocol.receive``), and a recording writer keeps what would go
@@ -20,6 +23,7 @@ from lsprotocol import types
 from cache.store import CompletionStore
 from lsp_server import create_server
 from lsp_server.server.handlers.inline import completion_list, completion_list_json, plain_params
+from lsp_server.server.handlers.sync import plain_change_params
 from lsp_server.server.language_server import ScopecacheServer
 from lsp_server.server.protocol import ScopecacheProtocol
 from tests.support.greet import COLUMN, EXPECTED, LINE, TEXT, URI
@@ -305,3 +309,85 @@ def _found(text: str, source: str, item_id: str, *, line: int, character: int) -
     ctx = Context()
     ctx.line, ctx.character = line, character  # type: ignore[attr-defined]
     return Suggestion(text, source), item_id, ctx
+
+
+DID_CHANGE = types.TEXT_DOCUMENT_DID_CHANGE
+
+
+def _edit(version: int, line: int, character: int, text: str, **extra: Any) -> dict[str, Any]:
+    at = {"line": line, "character": character}
+    change = {"range": {"start": at, "end": at}, "text": text}
+    return {"textDocument": {"uri": URI, "version": version}, "contentChanges": [change], **extra}
+
+
+async def test_a_plain_edit_is_applied_as_it_is_read_and_as_pygls_way_applies_it(
+    editor_for: Any,
+) -> None:
+    editor = editor_for(StaticBackend(EXPECTED))
+    await editor.start()
+    doc = editor.server.documents.get(URI)
+    assert doc is not None
+    editor.notify(DID_CHANGE, _edit(2, LINE, COLUMN, "x"))  # the immediate route
+    assert doc.text == TEXT + "x" and doc.version == 2
+    # an unknown key is no longer the plain shape: pygls's way, the same handler
+    editor.notify(DID_CHANGE, _edit(3, LINE, COLUMN + 1, "y", workDoneToken="t"))
+    assert doc.text == TEXT + "xy" and doc.version == 3
+    assert editor.server.stats.keystrokes == 2
+    whole = {"textDocument": {"uri": URI, "version": 4}, "contentChanges": [{"text": TEXT}]}
+    editor.notify(DID_CHANGE, whole)
+    assert doc.text == TEXT and doc.version == 4
+    msg_id = editor.request(INLINE, PARAMS)
+    assert (await editor.answer(msg_id))["result"]["items"][0]["insertText"] == EXPECTED
+
+
+async def test_a_failing_notification_handler_is_reported_and_the_server_goes_on(
+    editor_for: Any,
+) -> None:
+    editor = editor_for(StaticBackend(EXPECTED))
+    await editor.start()
+
+    def broken(params: Any) -> None:
+        raise RuntimeError("handler broke")
+
+    editor.protocol.handle_immediately("scopecache/test", lambda raw: raw, broken)
+    editor.notify("scopecache/test", {"any": 1})
+    shown = [m for m in editor.writer.sent if m.get("method") == types.WINDOW_SHOW_MESSAGE]
+    assert shown and "handler broke" in shown[-1]["params"]["message"]
+    msg_id = editor.request(INLINE, PARAMS)
+    assert (await editor.answer(msg_id))["result"]["items"][0]["insertText"] == EXPECTED
+
+
+def test_plain_change_params_are_what_the_converter_makes_of_the_same_message() -> None:
+    converter = create_server(backend=StaticBackend(EXPECTED)).protocol._converter
+    whole = {"textDocument": {"uri": URI, "version": 7}, "contentChanges": [{"text": "a\n"}]}
+    counted = _edit(2, 3, 4, "z")
+    counted["contentChanges"][0]["rangeLength"] = 0
+    several = _edit(2, 0, 0, "")
+    last = _edit(2, 2**31 - 1, 0, "é")["contentChanges"][0]
+    several["contentChanges"] += [{"text": "whole"}, last]
+    for raw in (_edit(2, LINE, COLUMN, "x"), whole, counted, several):
+        params = plain_change_params(raw)
+        assert params == converter.structure(raw, types.DidChangeTextDocumentParams), raw
+
+
+def test_plain_change_params_take_only_the_shape_editors_send() -> None:
+    edit = _edit(2, 1, 1, "x")
+    change = edit["contentChanges"][0]
+    at = {"line": 1, "character": 1}
+    for other in (
+        None,
+        [],
+        {**edit, "extra": 1},
+        {**edit, "textDocument": {"uri": URI}},
+        {**edit, "textDocument": {"uri": URI, "version": True}},
+        {**edit, "textDocument": {"uri": URI, "version": 2**31}},
+        {**edit, "contentChanges": change},
+        {**edit, "contentChanges": [{**change, "text": 1}]},
+        {**edit, "contentChanges": [{**change, "rangeLength": "1"}]},
+        {**edit, "contentChanges": [{**change, "range": {"start": at}}]},
+        *(
+            {**edit, "contentChanges": [{**change, "range": {"start": at, "end": end}}]}
+            for end in ({**at, "line": -1}, {**at, "x": 0}, {"line": 1.0, "character": 1})
+        ),
+    ):
+        assert plain_change_params(other) is None, other
