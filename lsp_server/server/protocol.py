@@ -24,12 +24,13 @@ Departures from pygls's defaults, all deliberate:
   answered in the loop iteration that read it when its answer is in memory
   (see "The immediate route" below);
 * a notification registered with ``handle_immediately`` (didChange, one per
-  keystroke) goes straight to its handler when its params have the plain
-  shape: pygls's dispatch (structuring through cattrs, two ``isinstance``
-  checks against runtime protocols, a uuid, a future and a generator per
-  message) cost more than applying the edit did. pygls runs such a handler
-  synchronously as the message is read, and so does this; a failure is
-  reported as pygls reports it, params of another shape go pygls's way.
+  keystroke, and ``$/cancelRequest``, one per keystroke while a miss waits)
+  goes straight to its handler when its params have the plain shape: pygls's
+  dispatch (structuring through cattrs, two ``isinstance`` checks against
+  runtime protocols, a uuid, a future and a generator per message) cost more
+  than applying the edit did. pygls runs such a handler synchronously as the
+  message is read, and so does this; a failure is reported as pygls reports
+  it, params of another shape go pygls's way.
 
 The immediate route. pygls answers a request in three loop iterations: one
 structures the message and creates the handler's task, one runs the task,
@@ -102,6 +103,9 @@ class ScopecacheProtocol(LanguageServerProtocol):
         super().__init__(server, converter)
         self._immediate: dict[str, ImmediateRoute] = {}
         self._immediate_notifications: dict[str, ImmediateNotification] = {}
+        self.handle_immediately(
+            types.CANCEL_REQUEST, plain_cancel_id, self._handle_cancel_notification
+        )
 
     def answer_immediately(
         self,
@@ -330,6 +334,14 @@ class ScopecacheProtocol(LanguageServerProtocol):
         if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield handler, (params,), None
 
+
+
+def plain_cancel_id(raw: Any) -> int | str | None:
+    """The id of ``$/cancelRequest`` params of the plain shape (an integer or string ``id``)."""
+    if type(raw) is not dict or len(raw) != 1:
+        return None
+    msg_id = raw.get("id")
+    return msg_id if type(msg_id) is int or type(msg_id) is str else None
 
 
 def _not_started(future: Any) -> bool:

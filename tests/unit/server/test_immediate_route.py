@@ -25,7 +25,7 @@ from lsp_server import create_server
 from lsp_server.server.handlers.inline import completion_list, completion_list_json, plain_params
 from lsp_server.server.handlers.sync import plain_change_params
 from lsp_server.server.language_server import ScopecacheServer
-from lsp_server.server.protocol import ScopecacheProtocol
+from lsp_server.server.protocol import ScopecacheProtocol, plain_cancel_id
 from tests.support.greet import COLUMN, EXPECTED, LINE, TEXT, URI
 from transport.backend import StaticBackend
 
@@ -391,3 +391,11 @@ def test_plain_change_params_take_only_the_shape_editors_send() -> None:
         ),
     ):
         assert plain_change_params(other) is None, other
+
+
+def test_plain_cancel_ids_are_integers_and_strings_alone() -> None:
+    assert plain_cancel_id({"id": 7}) == 7
+    assert plain_cancel_id({"id": 0}) == 0
+    assert plain_cancel_id({"id": "7"}) == "7"
+    for other in (None, [], {}, {"id": True}, {"id": 7.0}, {"id": None}, {"id": 7, "x": 1}):
+        assert plain_cancel_id(other) is None, other
