@@ -19,7 +19,9 @@ Printed per kind: the Python opcodes run from the request's arrival to its
 answer's write (``to write``), and in the whole ``receive`` call (``call``),
 with the modules where the most run (``--by-file``); for the typed hit also
 those of the edit before it (``edit``: the didChange, handled as it is read,
-which an editor sends just before its request). With ``--loop N`` it
+which an editor sends just before its request); and a ``$/cancelRequest``
+for a request already answered (an editor sends one at every key while a
+miss waits), counted by itself (``cancel``). With ``--loop N`` it
 runs N steps of one kind uncounted instead, for an instruction count:
 ``valgrind --tool=callgrind`` of ``--loop N --ask`` less that of the same
 steps' edits alone (``--no-ask``), divided by N, speculation off in both
@@ -247,6 +249,13 @@ async def count(by_file: bool) -> dict[str, dict[str, float]]:
                 print(f"{kind}: opcodes per hit by file")
                 for name, n in files.most_common(60):
                     print(f"  {n / COUNTED:8.1f}  {_short(name)}")
+        cancels = 0
+        for msg_id in range(1, COUNTED + 1):  # every one answered by now
+            counter = OpcodeCount(server.writer)
+            message = {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}}
+            counter.run(server.protocol, message)
+            cancels += counter.total
+        figures["cancel"] = {"call": cancels / COUNTED}
     return figures
 
 
@@ -320,12 +329,15 @@ def main() -> None:
             per_hit = callgrind(kind, args.callgrind)
             print(f"{kind:9s} instructions per hit (callgrind, {args.callgrind}): {per_hit:,.0f}")
         return
-    for kind, figure in asyncio.run(count(args.by_file)).items():
+    figures = asyncio.run(count(args.by_file))
+    cancel = figures.pop("cancel")
+    for kind, figure in figures.items():
         edit = f"  the edit before it {figure['edit']:7.1f}" if figure["edit"] else ""
         print(
             f"{kind:9s} opcodes to write {figure['to write']:7.1f}  "
             f"in the call {figure['call']:7.1f}  (spread {figure['spread']:.0f}){edit}"
         )
+    print(f"cancel    opcodes of a $/cancelRequest for an answered id {cancel['call']:7.1f}")
 
 
 if __name__ == "__main__":
