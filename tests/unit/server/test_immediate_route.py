@@ -399,3 +399,17 @@ def test_plain_cancel_ids_are_integers_and_strings_alone() -> None:
     assert plain_cancel_id({"id": "7"}) == "7"
     for other in (None, [], {}, {"id": True}, {"id": 7.0}, {"id": None}, {"id": 7, "x": 1}):
         assert plain_cancel_id(other) is None, other
+
+
+async def test_after_shutdown_an_edit_is_dropped_as_pygls_drops_it(
+    editor_for: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    editor = editor_for(StaticBackend(EXPECTED))
+    await editor.start()
+    doc = editor.server.documents.get(URI)
+    assert doc is not None
+    await editor.answer(editor.request(types.SHUTDOWN, None))
+    with caplog.at_level(logging.WARNING, logger="pygls"):
+        editor.notify(DID_CHANGE, _edit(2, LINE, COLUMN, "x"))
+    assert "No more requests" in caplog.text
+    assert doc.text == TEXT and doc.version == 1
