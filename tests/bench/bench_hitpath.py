@@ -21,7 +21,10 @@ cached suggestion typed character by character, an edit before every
 request, each answered with the rest of it (``TypedStream``). An edit is
 read by every process before the clock starts (a round trip no process
 knows, before the pause in the paced order), so the rows time the request
-alone.
+alone. A third kind, paced only, is what an editor sends at a key: the
+same typed-through stream with the edit written just before the request
+and on the clock (``edited``); every process reads the edit, the
+responders only parse it.
 
 Three orders, because they give different ratios and an editor sees only
 one of them:
@@ -97,8 +100,16 @@ PACED_GAP = 0.03
 #: paced requests to each process in a round (``--quick``: fewer)
 PACED = 60
 PACED_QUICK = 30
-KINDS = ("repeated", "typed")
+KINDS = ("repeated", "typed", "edited")
 ORDERS = ("back to back", "shuffled", "paced")
+#: the orders each kind is asked in: an edit on the clock only as an editor sends it
+ORDERS_OF = {"repeated": ORDERS, "typed": ORDERS, "edited": ("paced",)}
+#: how each kind is named in the rows
+KIND_NAMES = {
+    "repeated": "one repeated request",
+    "typed": "typed-through, edit before each",
+    "edited": "typed-through, the edit on the clock",
+}
 
 
 def frame(message: dict[str, Any]) -> bytes:
@@ -204,14 +215,17 @@ class WireClient:
         message: dict[str, Any] = json.loads(await self.proc.stdout.readexactly(length))
         return message
 
-    async def timed_inline(self, uri: str, line: int, character: int) -> tuple[float, Any]:
-        """One inline completion request: milliseconds from the write to the answer, and it."""
+    async def timed_inline(
+        self, uri: str, line: int, character: int, started: float | None = None
+    ) -> tuple[float, Any]:
+        """An inline completion request: ms from its write (or ``started``) to the answer."""
         params = {
             "textDocument": {"uri": uri},
             "position": {"line": line, "character": character},
             "context": {"triggerKind": 2},
         }
-        started = time.perf_counter()
+        if started is None:
+            started = time.perf_counter()
         result = await self.request("textDocument/inlineCompletion", params)
         return (time.perf_counter() - started) * 1000.0, result
 
@@ -269,8 +283,16 @@ async def _ask(
 ) -> tuple[float, Any]:
     """One timed request of ``kind`` after ``gap`` seconds idle.
 
-    A typed step's edit is read before the pause (and the clock) starts.
+    A typed step's edit is read before the pause (and the clock) starts; an
+    edited step's is written after the pause, on the clock, just before the
+    request.
     """
+    if kind == "edited":
+        if gap:
+            await asyncio.sleep(gap)
+        started = time.perf_counter()
+        stream.advance()
+        return await client.timed_inline(TYPED_URI, LINE, stream.column, started)
     if kind == "typed":
         stream.advance()
         await client.sync()
@@ -327,14 +349,17 @@ async def _round(
             names = list(clients)
             for kind in KINDS:
                 order.shuffle(names)
-                for name in names:
-                    for _ in range(counts.back_to_back):
-                        ms, result = await _ask(clients[name], streams[name], kind)
-                        _keep(samples, (name, kind, "back to back"), ms, result)
+                if "back to back" in ORDERS_OF[kind]:
+                    for name in names:
+                        for _ in range(counts.back_to_back):
+                            ms, result = await _ask(clients[name], streams[name], kind)
+                            _keep(samples, (name, kind, "back to back"), ms, result)
                 for how, steps, gap in (
                     ("shuffled", counts.shuffled, 0.0),
                     ("paced", counts.paced, PACED_GAP),
                 ):
+                    if how not in ORDERS_OF[kind]:
+                        continue
                     for _ in range(steps):
                         order.shuffle(names)
                         for name in names:
@@ -372,8 +397,8 @@ def rows_of(samples: Samples) -> list[dict[str, Any]]:
     """The rows: the hit's p50 against each responder, per kind and order; then scale rows."""
     out = []
     for kind in KINDS:
-        what = "one repeated request" if kind == "repeated" else "typed-through, edit before each"
-        for how in ORDERS:
+        what = KIND_NAMES[kind]
+        for how in ORDERS_OF[kind]:
             hit = samples[("hit", kind, how)]
             for floor, label in (("responder", "callback"), ("streamreader", "StreamReader")):
                 out.append(
