@@ -9,10 +9,11 @@ Where they are kept, the bar comes down and the pacing quickens.
 The evidence is the acceptance ledger's (``lsp_server.observe.acceptance``),
 read as the change of its counts since the last look: each suggestion shown
 counts as missed unless its accepted characters were still in the file
-after the short window, which counts it as kept (shown and typed over is a
-reject; accepted and kept counts for). Kept suggestions are the kept
-characters over the mean accepted length, so a group whose accepts are all
-kept counts every accept.
+after the short window, or the developer typed it through by hand, which
+count it as kept (shown and typed over is a reject; accepted and kept, or
+typed as suggested, counts for). Kept suggestions are the kept characters
+over the mean accepted length, so a group whose accepts are all kept
+counts every accept, plus the suggestions typed through.
 
 Bounded and decaying: per dimension value the tallies decay by ``DECAY``
 per new suggestion of that value (they never exceed ``1 / (1 - DECAY)``),
@@ -72,6 +73,7 @@ class Counts(Protocol):
     accepted: int
     accepted_chars: int
     retained_short: int
+    typed_through: int
 
 
 class Ledger(Protocol):
@@ -117,6 +119,7 @@ class _Seen:
     accepted: int
     accepted_chars: int
     retained: int
+    typed_through: int
 
 
 class KeptRecord:
@@ -152,15 +155,23 @@ class KeptRecord:
                 self._learn(dimension, value, counts)
 
     def _learn(self, dimension: str, value: str, counts: Counts) -> None:
-        now = _Seen(counts.shown, counts.accepted, counts.accepted_chars, counts.retained_short)
-        before = self._seen.get((dimension, value), _Seen(0, 0, 0, 0))
+        now = _Seen(
+            counts.shown,
+            counts.accepted,
+            counts.accepted_chars,
+            counts.retained_short,
+            counts.typed_through,
+        )
+        before = self._seen.get((dimension, value), _Seen(0, 0, 0, 0, 0))
         self._seen[(dimension, value)] = now
         shown = now.shown - before.shown
         retained = now.retained - before.retained
-        if shown <= 0 and retained <= 0:
+        typed = now.typed_through - before.typed_through
+        if shown <= 0 and retained <= 0 and typed <= 0:
             return
         mean_accepted = now.accepted_chars / now.accepted if now.accepted else 0.0
         kept = retained / mean_accepted if mean_accepted > 0 else 0.0
+        kept += typed
         # the kept count lags the shown one by the short window: never below zero
         missed = max(0.0, shown - kept)
         self.tally(dimension, value).add(kept, missed)

@@ -8,7 +8,9 @@ kit reads back). It is told three things:
   shown in a document, shown again further on its line after the user typed
   its start, is the same suggestion typed through: it can be accepted under
   its new id, and counts where it was first shown, once (one suggestion
-  typed through over twenty keys is one suggestion, not twenty unkept ones);
+  typed through over twenty keys is one suggestion, not twenty unkept ones).
+  Typed through by hand for half its first line, it counts as
+  ``typed_through``: right, though never accepted;
 * ``accept``: the editor accepted it, in full or a part (a word, a line):
   the newly accepted characters start to be followed (``FollowedText``);
 * ``edit`` / ``replaced`` / ``closed``: what happens to the documents
@@ -68,6 +70,9 @@ from lsp_server.observe.stats import percentile
 
 logger = logging.getLogger(__name__)
 
+#: the share of its first line a suggestion must be typed through by hand to
+#: count as right (``AcceptanceCounts.typed_through``)
+TYPED_THROUGH_SHARE = 0.5
 #: accepts followed at once; past it the oldest is counted early. Each costs
 #: about a microsecond on an edit that moves it (a line break above it) and a
 #: third of that on one that does not: 64 keep an edit under about 80 us on
@@ -116,10 +121,14 @@ class AcceptanceCounts:
     #: accepted characters whose short / long count is done (the rates' denominators)
     measured_short: int = 0
     measured_long: int = 0
+    #: suggestions the user typed by hand through at least ``TYPED_THROUGH_SHARE``
+    #: of their first line (right, though never accepted)
+    typed_through: int = 0
 
     def add(self, other: AcceptanceCounts) -> None:
         """Add ``other``'s counts to these."""
         self.shown += other.shown
+        self.typed_through += other.typed_through
         self.accepted += other.accepted
         self.accepted_chars += other.accepted_chars
         self.retained_short += other.retained_short
@@ -137,6 +146,7 @@ class AcceptanceCounts:
             "retainedChars120s": self.retained_long,
             "measuredChars30s": self.measured_short,
             "measuredChars120s": self.measured_long,
+            "typedThrough": self.typed_through,
         }
 
 
@@ -170,6 +180,11 @@ class _Record:
     kept: int = 0
     #: accepts of it whose short window has not passed yet
     open: int = 0
+    #: where it was first shown on its line, and its first line's length
+    character: int = 0
+    line_chars: int = 0
+    #: counted as typed through (``AcceptanceCounts.typed_through``)
+    typed_through: bool = False
 
     def settled(self, now: float, short: float) -> bool:
         return self.open == 0 and now >= self.shown_at + short
@@ -364,8 +379,16 @@ class AcceptanceLedger:
             # its accepts count where the suggestion was first shown
             suggestion = replace(suggestion, attribution=earlier.suggestion.attribution)
             record = earlier.record
+            self._count_typed(suggestion, record)
         else:
-            record = _Record(shown_at=self._clock(), chars=len(suggestion.text))
+            text = suggestion.text
+            line_end = text.find("\n")
+            record = _Record(
+                shown_at=self._clock(),
+                chars=len(text),
+                character=suggestion.character,
+                line_chars=line_end if line_end >= 0 else len(text),
+            )
             self._count_shown(suggestion.attribution, record)
         last = self._last_edit.get(uri)
         replaced = self._shown.pop(suggestion.item_id, None)
@@ -400,6 +423,20 @@ class AcceptanceLedger:
         ):
             return None
         return last
+
+    def _count_typed(self, rest: ShownSuggestion, record: _Record) -> None:
+        """Count the suggestion as typed through once the user typed enough of it by hand.
+
+        ``rest`` is what is left of it, shown further on its line: the user
+        typed what it suggested up to there. Half its first line typed as
+        suggested is the sign that it was right, though it was never
+        accepted (a developer who types along rather than pressing Tab).
+        """
+        if record.typed_through or record.line_chars <= 0:
+            return
+        if rest.character - record.character >= TYPED_THROUGH_SHARE * record.line_chars:
+            record.typed_through = True
+            self._group(rest.attribution).typed_through += 1
 
     def _count_shown(self, attribution: Attribution, record: _Record) -> None:
         """One more suggestion shown in ``attribution``'s group and its source's recent ones."""

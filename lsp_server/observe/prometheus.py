@@ -286,6 +286,11 @@ def _acceptance_counters(
         ("scopecache_suggestions_shown", "shown", "Suggestions that went out"),
         ("scopecache_suggestions_accepted", "accepted", "Suggestions accepted in full or in part"),
         ("scopecache_accepted_chars", "acceptedChars", "Characters accepted"),
+        (
+            "scopecache_suggestions_typed_through",
+            "typedThrough",
+            "Suggestions typed by hand through half their first line or more",
+        ),
     ):
         family = CounterMetricFamily(name + suffix, f"{doc}, {by}.", labels=[dimension])
         for value, counts in groups.items():

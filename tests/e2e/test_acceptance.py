@@ -133,6 +133,25 @@ async def test_full_word_and_line_accepts_are_counted_and_half_a_deleted_line_is
     assert acceptance["windowsSeconds"] == [1.0, 2.0]
 
 
+async def test_a_suggestion_typed_through_by_hand_counts_as_typed_through_once(
+    service: ReferenceProcess,
+) -> None:
+    # a developer who types along instead of pressing Tab, the editor asking
+    # at every key: the rest is served from memory, one suggestion typed through
+    async with ServerProcess(options(service)) as server:
+        server.open(URI, AREA)
+        text, _, source = await suggestion(server, 1, 13)
+        assert (text, source) == (RESULT, "upstream")
+        for typed in range(len(RESULT) - 1):
+            server.insert(URI, 1, 13 + typed, RESULT[typed])
+            rest, _, _ = await suggestion(server, 1, 14 + typed)
+            assert rest == RESULT[typed + 1 :]
+        acceptance = (await server.stats())["acceptance"]
+    assert (acceptance["shown"], acceptance["accepted"], acceptance["typedThrough"]) == (1, 0, 1)
+    assert acceptance["bySource"]["upstream"]["typedThrough"] == 1
+    assert acceptance["byScope"]["function_definition"]["typedThrough"] == 1
+
+
 async def test_an_unknown_item_is_reported_unknown_and_counts_nothing(
     service: ReferenceProcess,
 ) -> None:

@@ -81,11 +81,17 @@ class Counted:
     def by(self, dimension: str) -> dict[str, AcceptanceCounts]:
         return {v: c for (d, v), c in self.groups.items() if d == dimension}
 
-    def suggestions(self, *, language: str, source: str, shown: int, kept: int) -> None:
-        """``shown`` suggestions of 20 characters, ``kept`` of them accepted and kept whole."""
+    def suggestions(
+        self, *, language: str, source: str, shown: int, kept: int, typed: int = 0
+    ) -> None:
+        """``shown`` suggestions of 20 characters, ``kept`` of them accepted and kept whole.
+
+        ``typed`` more of them the developer typed through by hand.
+        """
         for key in (("language", language), ("scope", "function"), ("source", source)):
             counts = self.groups.setdefault(key, AcceptanceCounts())
             counts.shown += shown
+            counts.typed_through += typed
             counts.accepted += kept
             counts.accepted_chars += 20 * kept
             counts.retained_short += 20 * kept
@@ -114,6 +120,17 @@ def test_kept_suggestions_lower_the_bar_and_quicken_the_pacing() -> None:
     bar = record.bar(fixed_bar(BASE))("python", "function", "upstream")
     assert bar.min_probability == pytest.approx(BASE.min_probability - MAX_LOWER)
     assert bar.min_onward_probability == pytest.approx(BASE.min_onward_probability - MAX_LOWER)
+    assert record.pacing("python") == pytest.approx(MAX_SPEEDUP)
+
+
+def test_suggestions_typed_through_by_hand_count_as_kept() -> None:
+    # a developer who types along instead of pressing Tab: the suggestions
+    # were right, and the bar comes down as for accepted ones
+    ledger = Counted()
+    record = record_of(ledger)
+    ledger.suggestions(language="python", source="upstream", shown=30, kept=0, typed=30)
+    bar = record.bar(fixed_bar(BASE))("python", "function", "upstream")
+    assert bar.min_probability == pytest.approx(BASE.min_probability - MAX_LOWER)
     assert record.pacing("python") == pytest.approx(MAX_SPEEDUP)
 
 

@@ -193,6 +193,7 @@ def test_counts_are_grouped_by_source_language_and_scope() -> None:
         "retainedChars120s": 0,
         "measuredChars30s": 0,
         "measuredChars120s": 0,
+        "typedThrough": 0,
     }
     assert set(snap["byScope"]) == {"module", "function_definition"}
     assert snap["byLanguage"]["python"]["shown"] == 2
@@ -412,6 +413,34 @@ def test_a_suggestion_typed_through_counts_once_where_it_was_first_shown() -> No
     assert (totals.shown, totals.accepted, totals.retained_short) == (1, 1, 8)
     snap = ed.ledger.snapshot()
     assert snap["bySource"]["upstream"]["accepted"] == 1 and "exact" not in snap["bySource"]
+
+
+def test_a_suggestion_typed_through_half_its_first_line_by_hand_counts_as_typed_through() -> None:
+    ed = Editor()
+    ed.open(URI, "def parse_hea")
+    ed.show((0, 13), "der(line):\n    pass")  # its first line is 10 characters
+    ed.insert((0, 13), "de")
+    ed.show((0, 15), "r(line):\n    pass", CACHED)
+    assert ed.ledger.totals().typed_through == 0  # 2 of 10: not yet a sign
+    ed.insert((0, 15), "r(l")
+    ed.show((0, 18), "ine):\n    pass", CACHED)
+    ed.insert((0, 18), "i")
+    ed.show((0, 19), "ne):\n    pass", CACHED)  # typed further: still one
+    totals = ed.ledger.totals()
+    assert (totals.shown, totals.accepted, totals.typed_through) == (1, 0, 1)
+    snap = ed.ledger.snapshot()
+    assert snap["typedThrough"] == 1
+    assert snap["bySource"]["upstream"]["typedThrough"] == 1
+    assert snap["byScope"]["function_definition"]["typedThrough"] == 1
+
+
+def test_a_suggestion_typed_over_is_not_typed_through() -> None:
+    ed = Editor()
+    ed.open(URI, "def parse_hea")
+    ed.show((0, 13), "der(line):")
+    ed.insert((0, 13), "ders(")  # diverges after "der"
+    ed.show((0, 18), "line):")  # another suggestion, not its rest
+    assert ed.ledger.totals().typed_through == 0
 
 
 def test_a_different_suggestion_after_typing_is_another_one() -> None:

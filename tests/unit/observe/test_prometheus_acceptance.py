@@ -21,6 +21,7 @@ def counts(shown: int, kept: int = 0) -> dict[str, int]:
         "shown": shown, "accepted": shown // 2, "acceptedChars": 10 * shown,
         "retainedChars30s": kept, "retainedChars120s": kept // 2,
         "measuredChars30s": 10 * shown, "measuredChars120s": 10 * shown,
+        "typedThrough": shown // 4,
     }  # fmt: skip
 
 
@@ -54,6 +55,11 @@ def test_acceptance_is_exported_by_language_and_by_scope_as_well_as_by_source() 
         ("go", "short"): 10, ("go", "long"): 5, ("python", "short"): 20, ("python", "long"): 10,
     }  # fmt: skip
     assert values(families, "scopecache_accepted_chars_by_scope") == {("function_definition",): 40}
+    assert values(families, "scopecache_suggestions_typed_through_by_language") == {
+        ("go",): 0,
+        ("python",): 0,
+    }
+    assert values(families, "scopecache_suggestions_typed_through") == {("upstream",): 1}
     measured = values(families, "scopecache_retained_measured_chars_by_scope")
     assert measured[("function_definition", "long")] == 40
 
