@@ -19,7 +19,7 @@ others.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urlparse
 
@@ -36,15 +36,19 @@ from lsp_server.documents.languages.python import PYTHON
 from lsp_server.documents.languages.ruby import RUBY
 from lsp_server.documents.languages.rust import RUST
 from lsp_server.documents.languages.spec import GrammarMissingError, LanguageSpec
+from lsp_server.documents.languages.strings import DEFAULT_STRINGS, StringSyntax
 from lsp_server.documents.languages.typescript import TSX, TYPESCRIPT
 
 __all__ = [
     "CORE_LANGUAGES",
+    "DEFAULT_STRINGS",
     "PYTHON",
     "SPECS",
+    "STRING_SYNTAX",
     "GrammarMissingError",
     "LanguageRegistry",
     "LanguageSpec",
+    "StringSyntax",
     "default_registry",
 ]
 
@@ -70,6 +74,12 @@ SPECS: tuple[LanguageSpec, ...] = (
 
 #: the languages whose grammars are core dependencies
 CORE_LANGUAGES: tuple[str, ...] = tuple(s.name for s in SPECS if s.extra is None)
+
+#: each languageId (lower case) -> its spec's ``StringSyntax``: the gate reads
+#: it on every keystroke, so it is one dict lookup (unknown: ``DEFAULT_STRINGS``)
+STRING_SYNTAX: Mapping[str, StringSyntax] = {
+    language_id.lower(): spec.strings for spec in SPECS for language_id in spec.language_ids
+}
 
 
 class LanguageRegistry:

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from lsp_server.documents.languages.spec import LanguageSpec
+from lsp_server.documents.languages.strings import StringSyntax, plain_forms
 
 C_BODIED = frozenset({"struct_specifier", "union_specifier", "enum_specifier"})
+
+#: ``"`` and ``'`` after an encoding prefix (L, u, U, u8; case matters)
+C_STRINGS = StringSyntax(
+    forms=plain_forms("\"'", ("", "L", "u", "U", "u8")),
+    comments=(("//", ""), ("/*", "*/")),
+)
 
 C = LanguageSpec(
     name="c",
@@ -15,4 +22,5 @@ C = LanguageSpec(
     filetypes=("c",),
     extensions=("c", "h"),
     root_type="translation_unit",
+    strings=C_STRINGS,
 )

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from lsp_server.documents.languages.c import C_BODIED
+from lsp_server.documents.languages.c import C_BODIED, C_STRINGS
 from lsp_server.documents.languages.spec import LanguageSpec
+from lsp_server.documents.languages.strings import StringForm, StringSyntax
 
 CPP_BODIED = C_BODIED | {"class_specifier"}
+
+_RAW = frozenset({"R", "LR", "uR", "UR", "u8R"})
+
+#: C's, plus raw strings ``R"delim(...)delim"``; a ``'`` after a digit is a
+#: digit separator (``1'000``), which opens nothing
+CPP_STRINGS = StringSyntax(
+    forms=(*C_STRINGS.forms, StringForm('"', _RAW, escapes=False, delimited=True)),
+    comments=C_STRINGS.comments,
+)
 
 CPP = LanguageSpec(
     name="cpp",
@@ -19,4 +29,5 @@ CPP = LanguageSpec(
     filetypes=("cpp",),
     extensions=("cpp", "cc", "cxx", "c++", "hpp", "hh", "hxx", "h++", "ipp"),
     root_type="translation_unit",
+    strings=CPP_STRINGS,
 )

@@ -3,6 +3,21 @@
 from __future__ import annotations
 
 from lsp_server.documents.languages.spec import LanguageSpec
+from lsp_server.documents.languages.strings import StringForm, StringSyntax
+
+#: ``"`` and ``$"`` (three or more quotes: a raw string, no escapes),
+#: verbatim ``@"``, ``$@"``, ``@$"`` (no escapes, ``""`` is a quote), char
+#: literals in ``'``; ``name: "`` named arguments
+CSHARP_STRINGS = StringSyntax(
+    forms=(
+        StringForm('"', frozenset({"", "$", "$$", "$$$"}), triple_raw=True),
+        StringForm('"', frozenset({"@", "$@", "@$"}), escapes=False, doubled=True),
+        StringForm("'"),
+    ),
+    comments=(("//", ""), ("/*", "*/")),
+    prefix_chars="@$",
+    separators=("=", ":"),
+)
 
 CSHARP = LanguageSpec(
     name="csharp",
@@ -19,4 +34,5 @@ CSHARP = LanguageSpec(
     filetypes=("cs",),
     extensions=("cs", "csx"),
     root_type="compilation_unit",
+    strings=CSHARP_STRINGS,
 )

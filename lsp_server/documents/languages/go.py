@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from lsp_server.documents.languages.imports import GO_IMPORTS
 from lsp_server.documents.languages.spec import LanguageSpec
+from lsp_server.documents.languages.strings import StringForm, StringSyntax
+
+#: ``"``, rune literals in ``'``, raw strings in backticks (no escapes);
+#: ``Name: "`` in composite literals
+GO_STRINGS = StringSyntax(
+    forms=(StringForm('"'), StringForm("'"), StringForm("`", escapes=False)),
+    comments=(("//", ""), ("/*", "*/")),
+    separators=("=", ":"),
+)
 
 GO = LanguageSpec(
     imports=GO_IMPORTS,
@@ -19,4 +28,5 @@ GO = LanguageSpec(
     filetypes=("go",),
     extensions=("go",),
     root_type="source_file",
+    strings=GO_STRINGS,
 )

@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 from lsp_server.documents.languages.spec import LanguageSpec
+from lsp_server.documents.languages.strings import StringForm, StringSyntax
+
+#: ``"`` (three for a text block) and char literals in ``'``
+JAVA_STRINGS = StringSyntax(
+    forms=(StringForm('"', triple=True), StringForm("'")),
+    comments=(("//", ""), ("/*", "*/")),
+)
 
 JAVA = LanguageSpec(
     name="java",
@@ -16,4 +23,5 @@ JAVA = LanguageSpec(
     named_scope_types={"lambda_expression": frozenset({"variable_declarator"})},
     filetypes=("java",),
     extensions=("java",),
+    strings=JAVA_STRINGS,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lsp_server.documents.languages.imports import JS_IMPORTS
 from lsp_server.documents.languages.spec import LanguageSpec
+from lsp_server.documents.languages.strings import StringForm, StringSyntax
 
 #: parents under which a function *expression* is a named definition
 ASSIGNED = frozenset(
@@ -22,6 +23,15 @@ JS_NAMED_SCOPES = {
     "class": ASSIGNED,
 }
 
+#: ``"``, ``'`` and template literals (a tag may stand before the backtick);
+#: ``name: "`` in object literals and ``name="`` in JSX attributes
+JS_STRINGS = StringSyntax(
+    forms=(StringForm('"'), StringForm("'"), StringForm("`", any_word=True)),
+    comments=(("//", ""), ("/*", "*/")),
+    prefix_chars="$",
+    separators=("=", ":"),
+)
+
 JAVASCRIPT = LanguageSpec(
     imports=JS_IMPORTS,
     name="javascript",
@@ -34,4 +44,5 @@ JAVASCRIPT = LanguageSpec(
     aliases=("js", "jsx"),
     filetypes=("javascript", "javascriptreact"),
     extensions=("js", "jsx", "mjs", "cjs"),
+    strings=JS_STRINGS,
 )

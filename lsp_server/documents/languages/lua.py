@@ -8,6 +8,19 @@ blocks open with ``function``, ``then``, ``do``, ``repeat`` and end with
 from __future__ import annotations
 
 from lsp_server.documents.languages.spec import LanguageSpec
+from lsp_server.documents.languages.strings import StringForm, StringSyntax
+
+#: ``"``, ``'`` and long brackets ``[[...]]``, ``[==[...]==]`` (no escapes);
+#: each may follow a name as its call's only argument (``require"x"``,
+#: trimmed with the name); ``--`` comments
+LUA_STRINGS = StringSyntax(
+    forms=(
+        StringForm('"', any_word=True),
+        StringForm("'", any_word=True),
+        StringForm("[", escapes=False, any_word=True, brackets=True),
+    ),
+    comments=(("--", ""),),
+)
 
 LUA = LanguageSpec(
     name="lua",
@@ -25,4 +38,5 @@ LUA = LanguageSpec(
     extensions=("lua",),
     line_comment="--",
     root_type="chunk",
+    strings=LUA_STRINGS,
 )

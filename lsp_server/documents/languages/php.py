@@ -3,6 +3,19 @@
 from __future__ import annotations
 
 from lsp_server.documents.languages.spec import LanguageSpec
+from lsp_server.documents.languages.strings import StringForm, StringSyntax
+
+_PREFIXES = frozenset({"", "b", "B"})
+
+#: ``"``, ``'`` (after a legacy ``b``) and backtick commands; ``//`` and
+#: ``/* */`` comments (not ``#``: it also starts ``#[`` attributes);
+#: ``name: "`` named arguments, ``$name="``
+PHP_STRINGS = StringSyntax(
+    forms=(StringForm('"', _PREFIXES), StringForm("'", _PREFIXES), StringForm("`")),
+    comments=(("//", ""), ("/*", "*/")),
+    separators=("=", ":"),
+    keyword_chars="$",
+)
 
 PHP = LanguageSpec(
     name="php",
@@ -16,4 +29,5 @@ PHP = LanguageSpec(
     ),
     filetypes=("php",),
     extensions=("php", "phtml"),
+    strings=PHP_STRINGS,
 )

@@ -11,6 +11,16 @@ from __future__ import annotations
 
 from lsp_server.documents.languages.imports import PYTHON_IMPORTS
 from lsp_server.documents.languages.spec import LanguageSpec
+from lsp_server.documents.languages.strings import StringForm, StringSyntax, any_case
+
+_PREFIXES = any_case("", "f", "b", "r", "u", "rb", "br", "fr", "rf", "t", "tr", "rt")
+
+#: ``"`` and ``'`` after any case of f, b, r, u, t and their pairs, three of
+#: them for a long string; ``#`` comments; ``help="`` keyword arguments
+PYTHON_STRINGS = StringSyntax(
+    forms=(StringForm('"', _PREFIXES, triple=True), StringForm("'", _PREFIXES, triple=True)),
+    comments=(("#", ""),),
+)
 
 PYTHON = LanguageSpec(
     imports=PYTHON_IMPORTS,
@@ -39,4 +49,5 @@ PYTHON = LanguageSpec(
     extensions=("py", "pyi", "pyw"),
     line_comment="#",
     root_type="module",
+    strings=PYTHON_STRINGS,
 )

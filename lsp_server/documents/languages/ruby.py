@@ -7,6 +7,14 @@ Scopes are modules, classes and methods; blocks open with a header word
 from __future__ import annotations
 
 from lsp_server.documents.languages.spec import LanguageSpec
+from lsp_server.documents.languages.strings import StringForm, StringSyntax
+
+#: ``"``, ``'`` and backtick commands; ``#`` comments; ``name: "`` keyword arguments
+RUBY_STRINGS = StringSyntax(
+    forms=(StringForm('"'), StringForm("'"), StringForm("`")),
+    comments=(("#", ""),),
+    separators=("=", ":"),
+)
 
 RUBY = LanguageSpec(
     name="ruby",
@@ -27,4 +35,5 @@ RUBY = LanguageSpec(
     filetypes=("ruby",),
     extensions=("rb", "rake", "gemspec"),
     line_comment="#",
+    strings=RUBY_STRINGS,
 )

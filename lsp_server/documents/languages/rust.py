@@ -3,6 +3,22 @@
 from __future__ import annotations
 
 from lsp_server.documents.languages.spec import LanguageSpec
+from lsp_server.documents.languages.strings import StringForm, StringSyntax
+
+#: ``"`` after b or c, raw strings (r, br, cr, fenced with ``#``s, no
+#: escapes); ``'`` is a char literal only when it closes one character (or
+#: one escape) later, else a lifetime (``&'a str``) or a label (``'outer:``);
+#: ``name: "`` in struct literals
+RUST_STRINGS = StringSyntax(
+    forms=(
+        StringForm('"', frozenset({"", "b", "c"})),
+        StringForm('"', frozenset({"r", "br", "cr"}), escapes=False, hashes=True),
+        StringForm("'", frozenset({"", "b"}), char_only=True),
+    ),
+    comments=(("//", ""), ("/*", "*/")),
+    prefix_chars="#",
+    separators=("=", ":"),
+)
 
 RUST = LanguageSpec(
     name="rust",
@@ -17,4 +33,5 @@ RUST = LanguageSpec(
     filetypes=("rust",),
     extensions=("rs",),
     root_type="source_file",
+    strings=RUST_STRINGS,
 )

@@ -25,6 +25,10 @@ loader once). The facts it holds:
 * **Imports** (``imports``): how the language's files import each other
   (``lsp_server.documents.languages.imports``), for cross-file context;
   None where it is not known.
+* **Strings** (``strings``): how string literals open and end, comments,
+  and what joins a keyword to its string
+  (``lsp_server.documents.languages.strings``), for the confidence gate's
+  string trim.
 * **Names**: the canonical LSP ``languageId`` (``name``, VS Code's), VS
   Code's other ids (``vscode_ids``), other ids (``aliases``), Neovim
   ``filetypes``, file ``extensions`` and the
@@ -43,6 +47,7 @@ from functools import cached_property
 from tree_sitter import Language, Node, Parser
 
 from lsp_server.documents.languages.imports import ImportRules
+from lsp_server.documents.languages.strings import DEFAULT_STRINGS, StringSyntax
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +103,8 @@ class LanguageSpec:
     root_type: str = "program"
     #: how files of this language import each other (None: not known)
     imports: ImportRules | None = None
+    #: how string literals open and end (quotes, prefixes, comments, separators)
+    strings: StringSyntax = DEFAULT_STRINGS
 
     def __repr__(self) -> str:
         return f"LanguageSpec({self.name!r})"

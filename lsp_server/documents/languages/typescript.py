@@ -6,7 +6,7 @@ JavaScript's scopes plus interfaces, abstract classes and namespaces.
 from __future__ import annotations
 
 from lsp_server.documents.languages.imports import JS_IMPORTS
-from lsp_server.documents.languages.javascript import JS_NAMED_SCOPES, JS_SCOPES
+from lsp_server.documents.languages.javascript import JS_NAMED_SCOPES, JS_SCOPES, JS_STRINGS
 from lsp_server.documents.languages.spec import LanguageSpec
 
 TS_SCOPES = JS_SCOPES | {
@@ -24,6 +24,7 @@ TYPESCRIPT = LanguageSpec(
     indent="  ",
     aliases=("ts",),
     filetypes=("typescript",),
+    strings=JS_STRINGS,
     extensions=("ts", "mts", "cts"),
 )
 
@@ -38,5 +39,6 @@ TSX = LanguageSpec(
     indent="  ",
     aliases=("tsx",),
     filetypes=("typescriptreact",),
+    strings=JS_STRINGS,
     extensions=("tsx",),
 )
