@@ -10,8 +10,11 @@ memory or fresh, passes ``gate`` before it goes out:
    rest against the higher ``min_onward_probability``: a likely start that
    goes on where the model hesitates is mostly wrong past that point); in a
    block, after the first line, at the end of the last line before the
-   unsure one (a ghost of whole lines). Cut to nothing (its start is
-   unsure), it is held back as ``unsure``;
+   unsure one (a ghost of whole lines). A first line cut inside a string
+   literal it opened ends before that string (``before_open_string``), read
+   by the language's rules (``Surroundings.strings``, from its
+   ``LanguageSpec``) from the start of the cursor's line. Cut to nothing
+   (its start is unsure), it is held back as ``unsure``;
 2. cheap rejects, which need no model: the part that repeats the text after
    the cursor on its line is trimmed; a suggestion whose line, once written,
    repeats the next line below or the line above, or a block line that
@@ -41,6 +44,8 @@ from typing import NamedTuple
 
 from cache.entry import Confidence
 from lsp_server.completion.bounds import MAX_SUGGESTION_LINES
+from lsp_server.documents.languages import STRING_SYNTAX
+from lsp_server.documents.languages.strings import DEFAULT_STRINGS, StringSyntax, open_string
 from lsp_server.settings import CompletionSettings
 
 #: why a suggestion was held back, as ``scopecache/stats`` names them
@@ -107,6 +112,17 @@ class Surroundings(NamedTuple):
     next_line: str = ""
     #: the last non-blank line above the cursor's, stripped ("" if none)
     line_above: str = ""
+    #: the document language's string literals (``LanguageSpec.strings``), for
+    #: the trim of a string the cut leaves open
+    strings: StringSyntax = DEFAULT_STRINGS
+
+
+def strings_of(language: str) -> StringSyntax:
+    """The string syntax of ``language`` (a canonical name or lower-case languageId).
+
+    One dict lookup: it runs on every keystroke. Unknown: ``DEFAULT_STRINGS``.
+    """
+    return STRING_SYNTAX.get(language, DEFAULT_STRINGS)
 
 
 def next_line_of(suffix: str) -> str:
@@ -159,21 +175,23 @@ def gate(
     if confidence is not None and bar.min_probability > 0.0:
         sure = confidence.sure_length(bar.min_probability, onward=bar.min_onward_probability)
         if sure is not None and sure < len(text):
-            text = _whole_lines(text, sure)
+            text = _whole_lines(text, sure, around)
             if not text.strip():
                 return Verdict("", UNSURE)
     return _cheap_rejects(text, bar.max_lines, around)
 
 
-def _whole_lines(text: str, sure: int) -> str:
+def _whole_lines(text: str, sure: int, around: Surroundings) -> str:
     """``text`` cut at ``sure``; past its first line, at the end of the last sure line."""
     first_end = text.find("\n")
     if first_end < 0 or sure <= first_end:
-        return before_open_string(text[:sure])
+        return before_open_string(text[:sure], around.strings, around.line_prefix)
     return text[: text.rfind("\n", 0, sure + 1)]
 
 
-def before_open_string(cut: str) -> str:
+def before_open_string(
+    cut: str, strings: StringSyntax = DEFAULT_STRINGS, line_prefix: str = ""
+) -> str:
     """``cut`` without a string it opens and leaves open, with the argument that string starts.
 
     A suggestion cut where the model became unsure of a string's contents
@@ -181,48 +199,38 @@ def before_open_string(cut: str) -> str:
     it is trimmed to before the string, its keyword and its separator
     (``type=int``). Measured on the real model's answers, this shows fewer
     wrong suggestions and saves more characters (``docs/cache.md``).
+
+    The line is read by its language's rules (``strings``: which quotes open
+    a string, after which prefixes; a Rust lifetime opens none), from the
+    start of ``line_prefix`` (the line before the cursor): a string the
+    developer left open there is closed by the suggestion's first quote, and
+    what the suggestion writes inside it is kept; in a comment nothing is
+    trimmed.
     """
-    quote = _open_quote(cut)
-    if quote < 0:
-        return cut
-    head = cut[:quote].rstrip()
-    if head.endswith("=") and _word_start(head, len(head) - 1) < len(head) - 1:
-        head = head[:-1]  # a keyword argument: ``help="`` goes with its string
-        head = head[: _word_start(head, len(head))].rstrip()
+    offset = len(line_prefix)
+    quote, start = open_string(line_prefix + cut if offset else cut, strings)
+    if quote < offset:
+        return cut  # no string left open, or the developer's own (or a comment)
+    head = cut[: max(start - offset, 0)].rstrip()
+    for separator in strings.separators:
+        if head.endswith(separator):
+            # a keyword argument (``help="``, ``name: "``) goes with its string
+            end = len(head) - len(separator)
+            word = _word_start(head, end, strings.keyword_chars)
+            if word < end:
+                head = head[:word].rstrip()
+            break
     if head.endswith(","):
         head = head[:-1]
     return head.rstrip()
 
 
-#: what may stand right before a string's opening quote (``f"``, ``rb'``)
-_STRING_PREFIXES = frozenset({"", "f", "b", "r", "u", "rb", "br", "fr", "rf"})
-
-
-def _open_quote(text: str) -> int:
-    """Where the string literal ``text`` leaves open starts, prefix included (-1: none).
-
-    A quote inside a word (``don't``) starts no string.
-    """
-    quote, start, escaped = "", -1, False
-    for index, char in enumerate(text):
-        if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = ""
-        elif char in "'\"":
-            word = _word_start(text, index)
-            if text[word:index].lower() in _STRING_PREFIXES:
-                quote, start = char, word
-    return start if quote else -1
-
-
-def _word_start(text: str, end: int) -> int:
-    """Where the identifier-like run of characters that ends at ``end`` starts."""
+def _word_start(text: str, end: int, extra: str = "") -> int:
+    """Where the identifier-like run of characters (or ``extra``) that ends at ``end`` starts."""
     start = end
-    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+    while start > 0 and (
+        text[start - 1].isalnum() or text[start - 1] == "_" or text[start - 1] in extra
+    ):
         start -= 1
     return start
 

@@ -16,6 +16,7 @@ from lsp_server.completion.gate import (
     gate,
     line_above_of,
     next_line_of,
+    strings_of,
 )
 
 BAR = ShowBar(min_probability=0.5)
@@ -60,6 +61,91 @@ def test_a_suggestion_cut_while_unsure_of_a_string_ends_before_it() -> None:
     text = 'add_argument("id", type=int, help="the item")'
     doubts = sure((len('add_argument("id", type=int, help="'), 0.2))
     assert gate(text, doubts, BAR, AT_END) == Verdict('add_argument("id", type=int')
+
+
+def unsure_from(text: str, fragment: str) -> Confidence:
+    """The model unsure from ``fragment`` in ``text`` on (sure before it)."""
+    return sure((text.index(fragment), 0.2))
+
+
+def in_language(language: str, line_prefix: str = "") -> Surroundings:
+    return Surroundings(line_prefix, "", strings=strings_of(language))
+
+
+def test_a_rust_lifetime_or_label_opens_no_string() -> None:
+    text = "fn parse<'a>(input: &str) -> Option<usize>"
+    shown = gate(text, unsure_from(text, "Option"), BAR, in_language("rust"))
+    assert shown == Verdict("fn parse<'a>(input: &str) -> ")
+    label = "'outer: loop {"
+    assert gate(label, unsure_from(label, "loop"), BAR, in_language("rust")) == Verdict("'outer: ")
+
+
+def test_a_rust_char_literal_holding_a_quote_opens_no_string() -> None:
+    text = 'let q = \'"\'; let s = "x";'
+    shown = gate(text, unsure_from(text, "let s"), BAR, in_language("rust"))
+    assert shown == Verdict("let q = '\"'; ")
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "unsure_at", "shown"),
+    [
+        ("javascript", "const msg = `Hello ${name}`;", "name", "const msg ="),
+        ("typescript", "const q = sql`SELECT * FROM t`;", "SELECT", "const q ="),
+        ("go", "re := regexp.MustCompile(`\\d+`)", "\\d", "re := regexp.MustCompile("),
+        ("csharp", 'var path = @"C:\\temp\\log.txt";', "temp", "var path ="),
+        ("csharp", 'var s = $"Hello {name}";', "name", "var s ="),
+        ("rust", 'let re = Regex::new(r#"\\d+"#)?;', "\\d", "let re = Regex::new("),
+        ("rust", 'let bytes = br"\\x";', "\\x", "let bytes ="),
+        ("cpp", 'auto s = R"(a \\ b)";', "a \\", "auto s ="),
+        ("cpp", 'auto s = u8"caf\u00e9";', "caf", "auto s ="),
+        ("c", 'wchar_t *s = L"wide";', "wide", "wchar_t *s ="),
+        ("shellscript", "echo $'tab\\there'", "tab", "echo"),
+        ("lua", "local s = [[long text]]", "long", "local s ="),
+    ],
+)
+def test_a_string_the_language_opens_is_trimmed_with_its_prefix(
+    language: str, text: str, unsure_at: str, shown: str
+) -> None:
+    assert gate(text, unsure_from(text, unsure_at), BAR, in_language(language)) == Verdict(shown)
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "unsure_at", "shown"),
+    [
+        ("javascript", 'fetch(url, { method: "POST" })', "POST", "fetch(url, {"),
+        ("csharp", 'Log(level, message: "done");', "done", "Log(level"),
+        ("rust", 'Point { name: "origin" }', "origin", "Point {"),
+        ("php", 'foo(1, name: "x");', "x", "foo(1"),
+        ("shellscript", 'cmd --name="value"', "value", "cmd"),
+        ("python", 'add(x, help="the item")', "the", "add(x"),
+    ],
+)
+def test_a_keyword_and_its_separator_go_with_the_string_they_give(
+    language: str, text: str, unsure_at: str, shown: str
+) -> None:
+    assert gate(text, unsure_from(text, unsure_at), BAR, in_language(language)) == Verdict(shown)
+
+
+def test_in_a_string_the_developer_left_open_the_first_quote_closes_it() -> None:
+    # the part that closes the developer's string stays; the new string goes
+    text = 'world!", end="\\n")'
+    around = Surroundings('print("hello, ', "")
+    assert gate(text, unsure_from(text, "\\n"), BAR, around) == Verdict('world!"')
+    # a suggestion that stays inside the developer's string is not trimmed
+    inside = 'world and more")'
+    assert gate(inside, unsure_from(inside, "more"), BAR, around) == Verdict("world and ")
+
+
+def test_in_a_comment_a_quote_opens_no_string() -> None:
+    text = 'the "docs" page'
+    around = in_language("python", line_prefix="    # see ")
+    assert gate(text, unsure_from(text, "docs"), BAR, around) == Verdict('the "')
+
+
+def test_an_unknown_language_keeps_the_default_reading() -> None:
+    assert strings_of("cobol") is Surroundings("", "").strings
+    text = 'say(msg="hi")'
+    assert gate(text, unsure_from(text, "hi"), BAR, in_language("cobol")) == Verdict("say(")
 
 
 def test_a_suggestion_whose_start_is_unsure_is_held_back() -> None:
