@@ -1,0 +1,67 @@
+"""The confidence cut's string trim on the serving path reads the document's language."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from lsprotocol import types
+
+from cache.policies import make_policy
+from cache.store import CompletionStore
+from lsp_server.completion.inflight import InflightRegistry
+from lsp_server.completion.notify import UserNotifier
+from lsp_server.completion.pipeline import CompletionPipeline
+from lsp_server.completion.throttle import MissThrottle
+from lsp_server.documents.store import DocumentStore
+from lsp_server.documents.syntax import SyntaxContext, syntax_context
+from lsp_server.observe.stats import ServerStats
+from lsp_server.settings import CompletionSettings
+from transport.backend import CompletionBackend, CompletionRequest, ScoredText
+
+
+class ScoredBackend(CompletionBackend):
+    """Answers with tokens and the probability the model gave each."""
+
+    def __init__(self, tokens: list[tuple[str, float]]) -> None:
+        self.tokens = tokens
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
+        for text, probability in self.tokens:
+            yield ScoredText(text, probability)
+
+
+def pipeline(backend: CompletionBackend) -> CompletionPipeline:
+    return CompletionPipeline(
+        store=CompletionStore(make_policy("hybrid", 64)),
+        backend=backend,
+        stats=ServerStats(),
+        throttle=MissThrottle(min_delay=0.0, max_delay=0.0),
+        inflight=InflightRegistry(),
+        notifier=UserNotifier(lambda params: None),
+        completion=CompletionSettings(min_probability=0.5, min_onward_probability=0.5),
+    )
+
+
+def context(uri: str, language: str, text: str) -> SyntaxContext:
+    doc = DocumentStore().open(uri, language, 1, text)
+    lines = text.split("\n")
+    return syntax_context(doc, types.Position(line=len(lines) - 1, character=len(lines[-1])))
+
+
+async def shown(tokens: list[tuple[str, float]], uri: str, language: str, text: str) -> str:
+    pipe = pipeline(ScoredBackend(tokens))
+    answer = await pipe.complete(uri, context(uri, language, text), still_current=lambda: True)
+    return "" if answer is None else answer.text
+
+
+async def test_a_rust_lifetime_in_the_sure_part_is_shown_whole() -> None:
+    tokens = [("parse<'a>(input: &str)", 0.99), (" -> ", 0.99), ("Option", 0.2), ("<&'a str>", 0.9)]
+    assert await shown(tokens, "file:///p/lib.rs", "rust", "pub fn ") == (
+        "parse<'a>(input: &str) -> "
+    )
+
+
+async def test_a_javascript_template_literal_cut_inside_is_trimmed() -> None:
+    tokens = [("const msg = `Hello ", 0.99), ("${name}", 0.2), ("`;", 0.9)]
+    text = "function greet(name) {\n  "
+    assert await shown(tokens, "file:///p/app.js", "javascript", text) == "const msg ="
