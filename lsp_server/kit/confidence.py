@@ -17,8 +17,11 @@ The useful rule is the typing benchmark's (``tests.support.typing_session``).
 
 Records are JSON Lines, one object per answer: ``answer``, ``doubts``
 (``[[offset, probability], ...]``), ``expect``, and optionally
-``linePrefix``, ``lineSuffix``, ``nextLine``, ``lineAbove``. The measurement
-on the real model writes them (``tests.bench.confidence_threshold``).
+``linePrefix``, ``lineSuffix``, ``nextLine``, ``lineAbove`` and
+``language`` (a languageId: the gate then reads string literals by that
+language's rules, as the server does; without it, by the default ones).
+The measurement on the real model writes them
+(``tests.bench.confidence_threshold``).
 
 A session recorded by ``serve --record-trace`` has its judged answers in
 the side record ``TRACE.answers.jsonl`` (``lsp_server.server.recorder``);
@@ -26,8 +29,9 @@ the side record ``TRACE.answers.jsonl`` (``lsp_server.server.recorder``);
 read from the trace: the line from the answer's cursor on, as it stood when
 the developer left it (a change elsewhere or a new line, a request on
 another line, the document closed), or nothing if what was before the
-cursor had changed by then. Answers the service gave no probabilities for
-are left out (no bar applies to them).
+cursor had changed by then, and with the language its document was opened
+with. Answers the service gave no probabilities for are left out (no bar
+applies to them).
 
     python -m lsp_server.kit.confidence ANSWERS.jsonl [--bars 0,0.1,0.2,...]
         [--onward 0,0.6,0.7] [--json]
@@ -45,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from cache.entry import Confidence
-from lsp_server.completion.gate import ShowBar, Surroundings, gate
+from lsp_server.completion.gate import ShowBar, Surroundings, gate, strings_of
 from lsp_server.observe.trace.documents import TraceDocuments
 from lsp_server.observe.trace.format import (
     ChangeEvent,
@@ -70,27 +74,34 @@ class ScoredAnswer:
     confidence: Confidence
     expect: str
     around: Surroundings = Surroundings("", "")
+    #: the document's languageId ("": not recorded; the gate's default reading)
+    language: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The record's JSON object."""
         around = self.around
-        return {
+        record = {
             "answer": self.answer, "doubts": self.confidence.to_list(), "expect": self.expect,
             "linePrefix": around.line_prefix, "lineSuffix": around.line_suffix,
             "nextLine": around.next_line, "lineAbove": around.line_above,
         }  # fmt: skip
+        if self.language:
+            record["language"] = self.language
+        return record
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScoredAnswer:
         """Parse ``to_json`` output; raises ValueError on anything malformed."""
         try:
+            language = str(data.get("language") or "")
             around = Surroundings(
                 str(data.get("linePrefix", "")), str(data.get("lineSuffix", "")),
                 str(data.get("nextLine", "")), str(data.get("lineAbove", "")),
+                strings_of(language.lower()),
             )  # fmt: skip
             return cls(
                 str(data["answer"]), Confidence.from_list(data["doubts"]), str(data["expect"]),
-                around,
+                around, language,
             )  # fmt: skip
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed answer record: {exc}") from exc
@@ -179,9 +190,11 @@ class _Open:
 
     __slots__ = ("record", "uri", "position", "prefix")
 
-    def __init__(self, record: dict[str, Any]) -> None:
-        self.record = record
+    def __init__(self, record: dict[str, Any], docs: TraceDocuments | None) -> None:
         self.uri = str(record["uri"])
+        # the language its document was opened with (the side record has none)
+        language = docs.language.get(self.uri, "") if docs is not None else ""
+        self.record = {"language": language, **record}
         where = record["position"]
         self.position = Position(int(where["line"]), int(where["character"]))
         self.prefix = str(record.get("linePrefix", ""))
@@ -231,7 +244,7 @@ def answers_from_trace(trace: Path, side: Path | None = None) -> list[ScoredAnsw
     _, events = iter_trace(trace)
     for event, docs in events:
         while waiting and float(waiting[0]["t"]) <= event.t:
-            open_.append(_Open(waiting.pop(0)))
+            open_.append(_Open(waiting.pop(0), docs))
         still = []
         for item in open_:
             if item.leaves(event):
@@ -240,7 +253,7 @@ def answers_from_trace(trace: Path, side: Path | None = None) -> list[ScoredAnsw
                 still.append(item)
         open_ = still
     if docs is not None:
-        for item in open_ + [_Open(r) for r in waiting]:
+        for item in open_ + [_Open(r, docs) for r in waiting]:
             resolve(item, docs)
     return out
 
