@@ -20,9 +20,15 @@ each ``LanguageSpec`` carries a ``StringSyntax``:
   (``help="``, ``name: "``), trimmed with the string.
 
 ``open_string`` scans one line with these rules. It is a lexer for one
-line, not a parser: a string opened on an earlier line, interpolations that
-nest strings of the same quote (``f"{d["k"]}"``, ``${`...`}``), heredocs and
-percent literals are not followed.
+line, not a parser: a string opened on an earlier line (a docstring's
+inner lines), interpolations that nest strings of the same quote
+(``f"{d["k"]}"``, ``${`...`}``), regular-expression literals (``/'/``),
+heredocs, Ruby's ``%q(...)`` and ``?'``, and PHP's ``#`` comments are not
+followed.
+
+``STRING_SYNTAX`` (``lsp_server.documents.languages``) holds the shipped
+specs' syntaxes by languageId; a spec registered later by an embedder is
+read with ``DEFAULT_STRINGS``.
 """
 
 from __future__ import annotations
