@@ -106,10 +106,21 @@ class Suggestion(NamedTuple):
     from_l2: bool = False
     #: how sure the model was of ``text`` (None: the service did not say)
     confidence: Confidence | None = None
+    #: the gate ended ``text`` inside the first line of the answer it was
+    #: cut from: the line goes on past it (no prefetch of the line after)
+    line_cut: bool = False
 
 
 #: (uri, context, the answer as found, the text around the cursor, what the gate made of it)
 AnswerWatcher = Callable[[str, SyntaxContext, Suggestion, Surroundings, Verdict], None]
+
+
+def cut_in_first_line(shown: str, found: str) -> bool:
+    """Whether ``shown``, what the gate made of ``found``, ends inside ``found``'s first line."""
+    if "\n" in shown:
+        return False
+    line_end = found.find("\n")
+    return len(shown) < (line_end if line_end >= 0 else len(found))
 
 
 def scope_kind_of(ctx: SyntaxContext) -> str:
@@ -341,7 +352,12 @@ class CompletionPipeline:
                 self.metrics.record_request(method, suggestion.source, "served", latency_ms / 1e3)
                 if text == suggestion.text and not suggestion.shared_speculative:
                     return suggestion  # already what goes out (its from_l2 mark included)
-                return Suggestion(text, suggestion.source, from_l2=suggestion.from_l2)
+                return Suggestion(
+                    text,
+                    suggestion.source,
+                    from_l2=suggestion.from_l2,
+                    line_cut=cut_in_first_line(text, suggestion.text),
+                )
         self.stats.record_empty(latency_ms)
         # An upstream failure during this request (approximate under concurrency).
         failed = suggestion is None and self.stats.upstream_errors > request.errors_before

@@ -11,7 +11,11 @@ prefetcher builds that state on a fork of the document (incremental parse of
 one edit on a copied tree), derives its syntax context, and asks upstream for
 it in the background, so that when the user accepts (or types the suggestion
 by hand, which reaches the same state) the next suggestion is already in the
-cache.
+cache. A suggestion the gate cut inside its first line (the model went on,
+unsure: ``Suggestion.line_cut``) does not end the line, so nothing is
+fetched after it: such prefetches asked for the line after a half-written
+one (``for attempt``, ``wait = retry_after_seconds(exc``) and were never
+reached.
 
 Bounded so it never costs the user: at most one speculative stream per
 document, ``speculative.maxPerMinute`` in total, none while the circuit

@@ -205,7 +205,12 @@ def _after_served(
     ls.accepts.shown(item_id, doc.uri, ctx, suggestion.text, suggestion.source, latency_ms)
     if automatic is not None:
         ls.heat.record_line(automatic=automatic, line_prefix=ctx.line_prefix)
-    if suggestion.text and ls.speculator.settings.enabled and ls.backend is not None:
+    if (
+        suggestion.text
+        and not suggestion.line_cut  # the line goes on past it: no line after to fetch
+        and ls.speculator.settings.enabled
+        and ls.backend is not None
+    ):
         _speculate_after(ls, doc, version, ctx, suggestion)
 
 
