@@ -474,7 +474,9 @@ def with_settings(base: dict[str, Any], dotted: dict[str, Any]) -> dict[str, Any
         node = out
         *parents, leaf = name.split(".")
         for part in parents:
-            node = node[part] = dict(node.get(part, {}))
+            child = dict(node.get(part, {}))
+            node[part] = child
+            node = child
         node[leaf] = value
     return out
 
