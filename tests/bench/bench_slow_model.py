@@ -37,9 +37,13 @@ retry loop's body), scopecache and the baseline each against a fresh server,
 and checks each against the goals: at least 1.2 times the baseline's
 characters saved on the line and as many over several lines, at least as many
 useful keys, a wrong suggestion at no more keys, at most half its server
-seconds.
+seconds. ``--sessions --ours-only --runs N --set KEY=VALUE`` runs scopecache's
+side alone, N times per session, for trying a setting: the baseline's
+column does not depend on it, and one client's runs vary enough that one
+run says little.
 
-Run: ``.venv/bin/python -m tests.bench.bench_slow_model [--long | --sessions]``.
+Run: ``.venv/bin/python -m tests.bench.bench_slow_model [--long | --sessions
+[--only N] [--set KEY=VALUE] [--ours-only --runs N]]``.
 """
 
 from __future__ import annotations
@@ -152,6 +156,32 @@ def goals(ours: SessionScore, theirs: SessionScore) -> dict[str, bool]:
     }
 
 
+def run_ours(
+    sessions: tuple[Session, ...] = SESSIONS,
+    extra: dict[str, Any] | None = None,
+    runs: int = 1,
+) -> list[dict[str, Any]]:
+    """scopecache's side alone, ``runs`` times per session: one row per session, figure, run.
+
+    For trying a setting (``extra``): the baseline's column does not depend
+    on it, and runs of one client vary enough that several are needed.
+    """
+    figures = (
+        ("keys with a useful suggestion on screen", "useful_keys", "keys"),
+        ("keys with a wrong suggestion on screen", "wrong_keys", "keys"),
+        ("characters Tab would have saved, first lines", "chars_saved_line", "chars"),
+        ("server busy seconds", "busy_seconds", "s"),
+        ("requests that reached the server", "requests", "n"),
+    )
+    rows: list[dict[str, Any]] = []
+    for session in sessions:
+        for number in range(1, runs + 1):
+            ours = _score_all(session.script(), ["scopecache"], extra=extra)["scopecache"]
+            rows += [row(f"{session.name}: {name}, run {number}", getattr(ours, field), None, unit)
+                     for name, field, unit in figures]
+    return rows
+
+
 def run_sessions(
     sessions: tuple[Session, ...] = SESSIONS,
     dump: Path | None = None,
@@ -225,9 +255,20 @@ def main() -> None:
                              "(default: none)")
     parser.add_argument("--only", metavar="SESSION", type=int, action="append",
                         help="with --sessions: only session number SESSION (1-3; default: all)")
+    parser.add_argument("--ours-only", action="store_true",
+                        help="with --sessions: scopecache's side alone, no baseline and no "
+                             "goals, for trying a setting (default: both sides)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="with --ours-only: runs of each session (default: 1)")
     args = parser.parse_args()
-    if not args.sessions and (args.dump or args.set or args.only):
-        parser.error("--dump, --set and --only go with --sessions")
+    if not args.sessions and (args.dump or args.set or args.only or args.ours_only):
+        parser.error("--dump, --set, --only and --ours-only go with --sessions")
+    if args.runs != 1 and not args.ours_only:
+        parser.error("--runs goes with --ours-only")
+    if args.runs < 1:
+        parser.error("--runs takes a number of runs, at least 1")
+    if args.ours_only and args.dump:
+        parser.error("--dump writes both sides: leave out --ours-only")
     if args.only and not set(args.only) <= set(range(1, len(SESSIONS) + 1)):
         parser.error(f"--only takes a session number from 1 to {len(SESSIONS)}")
     if args.dump is not None:
@@ -235,7 +276,10 @@ def main() -> None:
     if args.sessions:
         extra = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
         chosen = tuple(s for n, s in enumerate(SESSIONS, 1) if not args.only or n in args.only)
-        rows = run_sessions(chosen, dump=args.dump, extra=extra)
+        if args.ours_only:
+            rows = run_ours(chosen, extra=extra, runs=args.runs)
+        else:
+            rows = run_sessions(chosen, dump=args.dump, extra=extra)
     else:
         rows = run(long=args.long)
     print(table([dict(r, suite="slow_model") for r in rows]))
