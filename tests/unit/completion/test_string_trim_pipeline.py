@@ -2,44 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 from lsprotocol import types
 
-from cache.policies import make_policy
-from cache.store import CompletionStore
-from lsp_server.completion.inflight import InflightRegistry
-from lsp_server.completion.notify import UserNotifier
-from lsp_server.completion.pipeline import CompletionPipeline
-from lsp_server.completion.throttle import MissThrottle
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, syntax_context
-from lsp_server.observe.stats import ServerStats
-from lsp_server.settings import CompletionSettings
-from transport.backend import CompletionBackend, CompletionRequest, ScoredText
-
-
-class ScoredBackend(CompletionBackend):
-    """Answers with tokens and the probability the model gave each."""
-
-    def __init__(self, tokens: list[tuple[str, float]]) -> None:
-        self.tokens = tokens
-
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
-        for text, probability in self.tokens:
-            yield ScoredText(text, probability)
-
-
-def pipeline(backend: CompletionBackend) -> CompletionPipeline:
-    return CompletionPipeline(
-        store=CompletionStore(make_policy("hybrid", 64)),
-        backend=backend,
-        stats=ServerStats(),
-        throttle=MissThrottle(min_delay=0.0, max_delay=0.0),
-        inflight=InflightRegistry(),
-        notifier=UserNotifier(lambda params: None),
-        completion=CompletionSettings(min_probability=0.5, min_onward_probability=0.5),
-    )
+from tests.unit.completion.test_confidence_pipeline import ScoredBackend, pipeline
 
 
 def context(uri: str, language: str, text: str) -> SyntaxContext:
@@ -49,7 +16,7 @@ def context(uri: str, language: str, text: str) -> SyntaxContext:
 
 
 async def shown(tokens: list[tuple[str, float]], uri: str, language: str, text: str) -> str:
-    pipe = pipeline(ScoredBackend(tokens))
+    pipe = pipeline(ScoredBackend(tokens), min_probability=0.5, min_onward_probability=0.5)
     answer = await pipe.complete(uri, context(uri, language, text), still_current=lambda: True)
     return "" if answer is None else answer.text
 
