@@ -45,7 +45,12 @@ from typing import NamedTuple
 from cache.entry import Confidence
 from lsp_server.completion.bounds import MAX_SUGGESTION_LINES
 from lsp_server.documents.languages import STRING_SYNTAX
-from lsp_server.documents.languages.strings import DEFAULT_STRINGS, StringSyntax, open_string
+from lsp_server.documents.languages.strings import (
+    DEFAULT_STRINGS,
+    StringSyntax,
+    open_string,
+    word_start,
+)
 from lsp_server.settings import CompletionSettings
 
 #: why a suggestion was held back, as ``scopecache/stats`` names them
@@ -216,23 +221,13 @@ def before_open_string(
         if head.endswith(separator):
             # a keyword argument (``help="``, ``name: "``) goes with its string
             end = len(head) - len(separator)
-            word = _word_start(head, end, strings.keyword_chars)
+            word = word_start(head, end, strings.keyword_chars)
             if word < end:
                 head = head[:word].rstrip()
             break
     if head.endswith(","):
         head = head[:-1]
     return head.rstrip()
-
-
-def _word_start(text: str, end: int, extra: str = "") -> int:
-    """Where the identifier-like run of characters (or ``extra``) that ends at ``end`` starts."""
-    start = end
-    while start > 0 and (
-        text[start - 1].isalnum() or text[start - 1] == "_" or text[start - 1] in extra
-    ):
-        start -= 1
-    return start
 
 
 def _cheap_rejects(text: str, max_lines: int, around: Surroundings) -> Verdict:

@@ -155,14 +155,19 @@ def open_string(text: str, syntax: StringSyntax = DEFAULT_STRINGS) -> tuple[int,
     return -1, -1
 
 
-def _run_before(text: str, index: int, extra: str) -> int:
-    """How many prefix characters (letters, digits, ``_``, ``extra``) end right before ``index``."""
-    start = index
+def word_start(text: str, end: int, extra: str = "") -> int:
+    """Where the run of letters, digits, ``_`` and ``extra`` that ends at ``end`` starts."""
+    start = end
     while start > 0 and (
         text[start - 1].isalnum() or text[start - 1] == "_" or text[start - 1] in extra
     ):
         start -= 1
-    return index - start
+    return start
+
+
+def _run_before(text: str, index: int, extra: str) -> int:
+    """How many prefix characters (letters, digits, ``_``, ``extra``) end right before ``index``."""
+    return index - word_start(text, index, extra)
 
 
 def _literal_end(
