@@ -103,9 +103,18 @@ class ScopecacheProtocol(LanguageServerProtocol):
         super().__init__(server, converter)
         self._immediate: dict[str, ImmediateRoute] = {}
         self._immediate_notifications: dict[str, ImmediateNotification] = {}
-        self.handle_immediately(
-            types.CANCEL_REQUEST, plain_cancel_id, self._handle_cancel_notification
-        )
+        self.handle_immediately(types.CANCEL_REQUEST, plain_cancel_id, self._cancel_request)
+
+    def _cancel_request(self, msg_id: int | str) -> None:
+        """Cancel the request ``msg_id`` if it is still running; say nothing if it was answered.
+
+        An editor cancels its last request at every key while a miss waits, and
+        most of those were answered already (a hit is answered as it is read):
+        that is routine, not worth a log record per keystroke.
+        """
+        future = self._request_futures.pop(msg_id, None)
+        if future is not None and future.cancel():
+            logger.debug("cancelled request %s", msg_id)
 
     def answer_immediately(
         self,

@@ -162,6 +162,21 @@ async def test_a_miss_is_the_requests_task_and_a_cancel_reaches_it(editor_for: A
     assert editor.server.stats.cancelled == 1
 
 
+async def test_a_cancel_of_an_answered_request_is_routine_and_logs_nothing(
+    editor_for: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    editor = editor_for(StaticBackend(EXPECTED))
+    await editor.start()
+    first = editor.request(INLINE, PARAMS)
+    await editor.answer(first)
+    with caplog.at_level(logging.DEBUG):
+        editor.notify(types.CANCEL_REQUEST, {"id": first})  # as an editor does at the next key
+        second = await editor.answer(editor.request(INLINE, PARAMS))
+    assert second["result"]["items"][0]["insertText"] == EXPECTED
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == []
+    assert editor.server.stats.cancelled == 0
+
+
 async def test_an_error_on_the_hit_path_is_answered_as_pygls_answers_it(editor_for: Any) -> None:
     class BrokenStore(CompletionStore):
         def lookup(self, *args: Any, **kwargs: Any) -> Any:
