@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
+from pathlib import Path
 
 import pytest
 
 from lsp_server.kit.client import ServerProcess
 from lsp_server.kit.upstream_process import ReferenceProcess
+from tests.support.conditions import until, until_true
 from tests.support.greet import URI, requests_seen
 
 pytestmark = pytest.mark.e2e
@@ -33,10 +34,10 @@ async def service_requests(service: ReferenceProcess) -> int:
 
 
 async def wait_for_requests(service: ReferenceProcess, count: int) -> None:
-    for _ in range(100):
-        if await service_requests(service) >= count:
-            return
-        await asyncio.sleep(0.05)
+    async def seen() -> bool:
+        return await service_requests(service) >= count
+
+    await until(seen, f"{count} requests at the service")
 
 
 async def test_next_line_is_served_from_a_speculative_prefetch(service: ReferenceProcess) -> None:
@@ -81,14 +82,34 @@ async def test_typing_the_suggestion_by_hand_reaches_the_same_prefetched_answer(
         assert stats["heldBack"]["whitespace"] == 1
 
 
-async def test_no_speculation_when_disabled_or_over_budget(service: ReferenceProcess) -> None:
+async def test_no_speculation_when_disabled(service: ReferenceProcess) -> None:
     async with ServerProcess(options(service, enabled=False)) as server:
         server.open(URI, "def greet(name):\n    message = ")
-        await server.inline_text(URI, 1, 14)
-        await asyncio.sleep(0.3)
+        shown = await server.inline_text(URI, 1, 14)
+        assert shown == '"Hello, " + name.title()'
+        # What follows an answer (where its prefetch is decided) runs before the
+        # server reads its next message: this round trip comes after it.
         assert (await server.stats())["speculativeRequests"] == 0
-    async with ServerProcess(options(service, maxPerMinute=0)) as server:
+        # The user accepts and presses Enter: the next line is asked for now,
+        # nothing was fetched ahead of it.
+        server.insert(URI, 1, 14, shown + "\n    ")
+        assert await server.inline_text(URI, 2, 4) == "return message.upper()"
+        stats = await server.stats()
+        assert stats["speculativeRequests"] == 0
+        assert stats["served"]["speculative"] == 0 and stats["served"]["upstream"] == 2
+    assert await service_requests(service) == 2
+
+
+async def test_no_speculation_over_budget(service: ReferenceProcess, tmp_path: Path) -> None:
+    log_file = tmp_path / "server.log"
+    opts = options(service, maxPerMinute=0)
+    async with ServerProcess(opts, log_file=log_file, log_level="DEBUG") as server:
         server.open(URI, "def greet(name):\n    message = ")
-        await server.inline_text(URI, 1, 14)
-        await asyncio.sleep(0.3)
+        assert await server.inline_text(URI, 1, 14) == '"Hello, " + name.title()'
+        # The prefetch's timer fired and the budget turned it down.
+        await until_true(
+            lambda: "no speculation at line 1: over budget" in log_file.read_text(),
+            "the prefetch to be turned down for its budget",
+        )
         assert (await server.stats())["speculativeRequests"] == 0
+    assert await service_requests(service) == 1

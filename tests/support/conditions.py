@@ -3,6 +3,8 @@
 ``until`` re-checks a condition (for example a counter in a service's stats)
 each time the event loop has had a moment, and fails only after a deadline
 far beyond any normal run, so a loaded machine makes a test slower, not red.
+``until_true`` does the same for a condition read without awaiting (a list
+a callback fills, a flag, a file).
 """
 
 from __future__ import annotations
@@ -26,3 +28,25 @@ async def until(
         if time.monotonic() > give_up:
             raise AssertionError(f"still waiting after {deadline:.0f} s for {what}")
         await asyncio.sleep(RECHECK)
+
+
+async def until_true(
+    check: Callable[[], bool], what: str, *, deadline: float = DEFAULT_DEADLINE
+) -> None:
+    """Return as soon as ``check()`` is true; raise AssertionError naming ``what``."""
+
+    async def checked() -> bool:
+        return check()
+
+    await until(checked, what, deadline=deadline)
+
+
+def until_true_blocking(
+    check: Callable[[], bool], what: str, *, deadline: float = DEFAULT_DEADLINE
+) -> None:
+    """``until_true`` for a test without an event loop (it blocks the thread)."""
+    give_up = time.monotonic() + deadline
+    while not check():
+        if time.monotonic() > give_up:
+            raise AssertionError(f"still waiting after {deadline:.0f} s for {what}")
+        time.sleep(RECHECK)
