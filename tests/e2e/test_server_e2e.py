@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import pytest
 
 from lsp_server.kit.client import ServerProcess
 from lsp_server.kit.upstream_process import ReferenceProcess
+from tests.support.conditions import until_true
 from tests.support.greet import requests_seen
 
 pytestmark = pytest.mark.e2e
@@ -181,11 +181,14 @@ async def test_invalid_settings_are_reported_once_and_valid_ones_apply(
     async with ServerProcess(opts) as server:
         server.open(URI, "def greet(name):\n    message = ")
         assert await server.inline_text(URI, 1, 14) == '"Hello, " + name.title()'
-        await asyncio.sleep(0.1)
+        await until_true(
+            lambda: any("cache.capacity" in m.message for m in server.messages),
+            "the message about the invalid settings",
+        )
+        stats = await server.stats()  # a later round trip: anything sent before it is here
         problems = [m.message for m in server.messages]
         assert len(problems) == 1
         assert "cache.capacity" in problems[0]
-        stats = await server.stats()
         assert stats["cache"]["policy"] == "lru"
         assert stats["cache"]["capacity"] == 2048
 
@@ -207,8 +210,16 @@ async def test_unreachable_endpoint_gives_empty_answers_and_one_message(tmp_path
         assert await server.inline_text(URI, 1, 14) is None
         server.insert(URI, 1, 14, "x")
         assert await server.inline_text(URI, 1, 15) is None
-        await asyncio.sleep(0.1)
-        upstream_messages = [m for m in server.messages if "completion service" in m.message]
-        assert len(upstream_messages) == 1
+
+        def upstream_messages() -> list[str]:
+            return [m.message for m in server.messages if "completion service" in m.message]
+
+        await until_true(lambda: bool(upstream_messages()), "the message about the service")
+        # The next failure passes the same path after the message was shown.
+        errors = (await server.stats())["upstreamErrors"]
+        assert errors >= 1
+        server.insert(URI, 1, 15, "y")
+        assert await server.inline_text(URI, 1, 16) is None
         stats = await server.stats()
-        assert stats["upstreamErrors"] >= 1
+        assert stats["upstreamErrors"] > errors
+        assert len(upstream_messages()) == 1
