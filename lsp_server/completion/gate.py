@@ -123,9 +123,11 @@ class Surroundings(NamedTuple):
 
 
 def strings_of(language: str) -> StringSyntax:
-    """The string syntax of ``language`` (a canonical name or lower-case languageId).
+    """The string syntax of a shipped ``language`` (a canonical name or lower-case languageId).
 
-    One dict lookup: it runs on every keystroke. Unknown: ``DEFAULT_STRINGS``.
+    For what knows only a language's name (the kit scoring recorded answers);
+    the serving path reads the document's own (``SyntaxContext.strings``),
+    which covers an embedder's languages too. Unknown: ``DEFAULT_STRINGS``.
     """
     return STRING_SYNTAX.get(language, DEFAULT_STRINGS)
 

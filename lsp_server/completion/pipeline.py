@@ -63,7 +63,6 @@ from lsp_server.completion.gate import (
     gate,
     line_above_of,
     next_line_of,
-    strings_of,
     without_line_suffix,
 )
 from lsp_server.completion.inflight import InflightRegistry, InflightStream
@@ -376,7 +375,7 @@ class CompletionPipeline:
         ctx = request.ctx
         around = Surroundings(
             ctx.line_prefix, ctx.line_suffix, next_line_of(ctx.suffix),
-            line_above_of(ctx.line_context), strings_of(ctx.language),
+            line_above_of(ctx.line_context), ctx.strings,
         )  # fmt: skip
         bar = self.bar(ctx, suggestion.source)
         verdict = gate(suggestion.text, suggestion.confidence, bar, around)

@@ -56,7 +56,12 @@ from tree_sitter import Node, Tree
 
 from lsp_server.documents.block_opener import block_opener, text_block_opener
 from lsp_server.documents.document import Document
-from lsp_server.documents.languages import LanguageSpec
+from lsp_server.documents.languages import (
+    DEFAULT_STRINGS,
+    STRING_SYNTAX,
+    LanguageSpec,
+    StringSyntax,
+)
 from lsp_server.documents.line_context import line_context, suffix_bound
 from lsp_server.documents.line_memo import LastContext
 from lsp_server.documents.positions import PositionLike, ResolvedPosition, TextBuffer
@@ -115,6 +120,9 @@ class SyntaxContext(NamedTuple):
     #: (``lsp_server.documents.line_context``): keys and anchors cover them, so
     #: identical nested scopes in different functions differ
     scope_heads: str = ""
+    #: how the document's language writes strings (its spec's, an embedder's
+    #: own language included): what the confidence cut's string trim reads
+    strings: StringSyntax = DEFAULT_STRINGS
 
     @property
     def prefix(self) -> str:
@@ -217,6 +225,7 @@ def syntax_context(
         parsed=True,
         prompt=DeferredPrompt(doc, off, text.where.line, text.window_start, suffix, windows),
         clamped=text.where.clamped,
+        strings=spec.strings,
     )
 
 
@@ -274,7 +283,15 @@ def _text_context(doc: Document, text: CursorText, windows: ContextWindows) -> S
         parsed=False,
         prompt=DeferredPrompt(doc, off, text.where.line, text.window_start, suffix, windows),
         clamped=text.where.clamped,
+        strings=_strings(doc),
     )
+
+
+def _strings(doc: Document) -> StringSyntax:
+    """The document's string syntax: its spec's, else the shipped one of its languageId."""
+    if doc.spec is not None:
+        return doc.spec.strings
+    return STRING_SYNTAX.get(doc.language_id.lower(), DEFAULT_STRINGS)
 
 
 def scope_path(doc: Document, tree: Tree, spec: LanguageSpec, text: CursorText) -> ScopePath:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from lsprotocol import types
 
+from lsp_server.documents.languages import LanguageRegistry
+from lsp_server.documents.languages.rust import RUST
 from lsp_server.documents.store import DocumentStore
 from lsp_server.documents.syntax import SyntaxContext, syntax_context
 from tests.unit.completion.test_confidence_pipeline import ScoredBackend, pipeline
@@ -32,3 +36,19 @@ async def test_a_javascript_template_literal_cut_inside_is_trimmed() -> None:
     tokens = [("const msg = `Hello ", 0.99), ("${name}", 0.2), ("`;", 0.9)]
     text = "function greet(name) {\n  "
     assert await shown(tokens, "file:///p/app.js", "javascript", text) == "const msg ="
+
+
+async def test_an_embedders_own_language_is_trimmed_by_its_specs_string_syntax() -> None:
+    # A language registered by a plugin author, not shipped: Rust's grammar and
+    # strings under another name. Its lifetime is no string opener either.
+    rustish = dataclasses.replace(
+        RUST, name="rustish", aliases=(), vscode_ids=(), filetypes=(), extensions=(".rsh",)
+    )
+    registry = LanguageRegistry([rustish])
+    doc = DocumentStore(languages=registry).open("file:///p/lib.rsh", "rustish", 1, "pub fn ")
+    ctx = syntax_context(doc, types.Position(line=0, character=7))
+    tokens = [("parse<'a>(input: &str)", 0.99), (" -> ", 0.99), ("Option", 0.2), ("<&'a str>", 0.9)]
+    pipe = pipeline(ScoredBackend(tokens), min_probability=0.5, min_onward_probability=0.5)
+    answer = await pipe.complete("file:///p/lib.rsh", ctx, still_current=lambda: True)
+    assert answer is not None and answer.text == "parse<'a>(input: &str) -> "
+    assert ctx.strings is RUST.strings
