@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -17,6 +16,7 @@ from lsp_server.kit.client import ServerProcess
 from lsp_server.kit.synth.session import synthesize
 from lsp_server.kit.upstream_process import ReferenceProcess
 from lsp_server.observe.trace.writer import write_trace
+from tests.support.conditions import until
 from tests.support.greet import TEXT, URI, requests_seen
 from tests.support.redis_server import RedisServer, redis_available
 
@@ -42,16 +42,20 @@ async def service_requests(service: ReferenceProcess) -> int:
     return requests_seen(await service.stats())
 
 
-async def ask_until(server: ServerProcess, source: str) -> dict[str, Any]:
-    """Ask until the answer is served from ``source`` (L2 writes land asynchronously)."""
-    stats: dict[str, Any] = {}
-    for _ in range(40):
-        assert await server.inline_text(URI, 1, 14) == '"Hello, " + name.title()'
-        stats = await server.stats()
-        if stats["served"][source] or stats["served"]["exact"]:
-            return stats
-        await server.clear_cache()  # L1 only: the next ask goes to L2
-        await asyncio.sleep(0.05)
+async def written_to_l2(server: ServerProcess) -> None:
+    """Wait until ``server`` has written its answer to the shared L2 (writes are asynchronous)."""
+
+    async def written() -> bool:
+        return bool((await server.stats())["l2"]["puts"])
+
+    await until(written, "the answer to be written to the shared L2")
+
+
+async def ask_second(server: ServerProcess) -> dict[str, Any]:
+    """Ask once; the answer must come from the shared L2 (or what it pushed to L1)."""
+    assert await server.inline_text(URI, 1, 14) == '"Hello, " + name.title()'
+    stats = await server.stats()
+    assert stats["served"]["l2"] + stats["served"]["exact"] == 1, stats["served"]
     return stats
 
 
@@ -65,8 +69,8 @@ async def test_a_second_window_is_served_from_the_shared_sqlite_file(
         second.open(URI, TEXT)
         assert await first.inline_text(URI, 1, 14) == '"Hello, " + name.title()'
         assert await service_requests(service) == 1
-        await asyncio.sleep(0.6)  # the write is asynchronous; the poll interval is 0.25 s
-        stats = await ask_until(second, "l2")
+        await written_to_l2(first)
+        stats = await ask_second(second)
         assert stats["served"]["upstream"] == 0
         assert await service_requests(service) == 1
 
@@ -80,6 +84,7 @@ async def test_a_different_model_never_gets_the_answer(
     async with ServerProcess(opts_a) as first:
         first.open(URI, TEXT)
         await first.inline_text(URI, 1, 14)
+        await written_to_l2(first)  # the answer is there for the other model to miss
     async with ServerProcess(opts_b) as second:
         second.open(URI, TEXT)
         await second.inline_text(URI, 1, 14)
@@ -154,8 +159,8 @@ async def test_two_servers_share_answers_through_redis(
         first.open(URI, TEXT)
         second.open(URI, TEXT)
         assert await first.inline_text(URI, 1, 14) == '"Hello, " + name.title()'
-        await asyncio.sleep(0.3)
-        stats = await ask_until(second, "l2")
+        await written_to_l2(first)
+        stats = await ask_second(second)
         assert stats["served"]["upstream"] == 0
         assert await service_requests(service) == 1
 
