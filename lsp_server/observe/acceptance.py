@@ -180,9 +180,10 @@ class _Record:
     kept: int = 0
     #: accepts of it whose short window has not passed yet
     open: int = 0
-    #: where it was first shown on its line, and its first line's length
+    #: where it was first shown on its line, and its first line's length, both
+    #: in the documents' position units (as the editor reports the cursor)
     character: int = 0
-    line_chars: int = 0
+    line_units: int = 0
     #: counted as typed through (``AcceptanceCounts.typed_through``)
     typed_through: bool = False
 
@@ -382,12 +383,11 @@ class AcceptanceLedger:
             self._count_typed(suggestion, record)
         else:
             text = suggestion.text
-            line_end = text.find("\n")
             record = _Record(
                 shown_at=self._clock(),
                 chars=len(text),
                 character=suggestion.character,
-                line_chars=line_end if line_end >= 0 else len(text),
+                line_units=self.units(text.partition("\n")[0]),
             )
             self._count_shown(suggestion.attribution, record)
         last = self._last_edit.get(uri)
@@ -414,12 +414,14 @@ class AcceptanceLedger:
         if last is None or last_id == suggestion.item_id:
             return None
         before = last.suggestion
-        typed = suggestion.character - before.character
+        typed_units = suggestion.character - before.character
+        if suggestion.line != before.line or typed_units <= 0:
+            return None
+        typed = _chars_in(before.text, typed_units, self.units)
         if (
-            suggestion.line != before.line
-            or typed <= 0
-            or before.text[typed:] != suggestion.text
+            before.text[typed:] != suggestion.text
             or "\n" in before.text[:typed]
+            or self.units(before.text[:typed]) != typed_units
         ):
             return None
         return last
@@ -432,9 +434,9 @@ class AcceptanceLedger:
         suggested is the sign that it was right, though it was never
         accepted (a developer who types along rather than pressing Tab).
         """
-        if record.typed_through or record.line_chars <= 0:
+        if record.typed_through or record.line_units <= 0:
             return
-        if rest.character - record.character >= TYPED_THROUGH_SHARE * record.line_chars:
+        if rest.character - record.character >= TYPED_THROUGH_SHARE * record.line_units:
             record.typed_through = True
             self._group(rest.attribution).typed_through += 1
 

@@ -452,3 +452,17 @@ def test_a_different_suggestion_after_typing_is_another_one() -> None:
     ed.show((1, 0), "r(line):")  # another line
     ed.show((1, 0), "r(line):")  # shown again where it stands: the editor asked again
     assert ed.ledger.totals().shown == 4
+
+
+def test_typing_through_counts_in_the_editors_position_units() -> None:
+    # Each of these emoji is two UTF-16 code units (the editor's columns) and
+    # one Python character: the first line is 15 units, 11 characters.
+    ed = Editor()
+    ed.open(URI, "msg = ")
+    ed.show((0, 6), '"\U0001f600\U0001f600\U0001f600\U0001f600 done"')
+    ed.show((0, 13), '\U0001f600 done"', CACHED)  # '"' and three emoji typed: 7 units
+    totals = ed.ledger.totals()
+    assert (totals.shown, totals.typed_through) == (1, 0)  # 7 of 15: not yet half
+    ed.show((0, 15), ' done"', CACHED)  # 9 of 15
+    totals = ed.ledger.totals()
+    assert (totals.shown, totals.typed_through) == (1, 1)
