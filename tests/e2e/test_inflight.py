@@ -45,7 +45,11 @@ async def test_typing_what_the_stream_predicts_attaches_to_it(
         first_id, first = server.request(
             "textDocument/inlineCompletion", server.inline_params(URI, LINE, COLUMN)
         )
-        await asyncio.sleep(0.2)
+
+        async def started() -> bool:
+            return await service_count(slow_service, "streamsStarted") >= 1
+
+        await until(started, "the service to start the stream")
         # The user types the first character of the prediction: the editor
         # cancels the old request and asks again.
         server.cancel(first_id)
