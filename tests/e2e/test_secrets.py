@@ -7,7 +7,6 @@ service's request counters) and what it wrote (log, trace, SQLite L2 files).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import uuid
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from lsp_server.kit.client import ServerProcess, default_command
+from tests.support.conditions import until_true
 from tests.support.greet import CORPUS, EXPECTED
 from tests.support.greet import TEXT as APP_TEXT
 from tests.support.greet import URI as APP
@@ -131,7 +131,9 @@ async def test_api_key_reaches_the_service_and_nothing_written_contains_it(
                 assert await server.inline_text(uri, 1, 14) is None
             # A settings change rebuilds the client (and re-reads the key).
             server.configure({"model": "m2", "completion": {"maxTokens": 32}})
-            await asyncio.sleep(0.2)
+            # Handled in order: this answer comes after the rebuild, which
+            # started the new model's namespace with an empty L1.
+            assert (await server.stats())["cache"]["size"] == 0
             server.insert(APP, 1, 14, " ")
             await server.inline_text(APP, 1, 15)
             stats = await server.stats()
@@ -197,10 +199,7 @@ async def test_metrics_port_listens_on_loopback_only(tmp_path: Path) -> None:
     port = free_port()
     command = [*default_command(), "--metrics-port", str(port)]
     async with ServerProcess({"cache": {"l2": "none"}}, command=command) as server:
-        for _ in range(100):
-            if listening_addresses(port):
-                break
-            await asyncio.sleep(0.05)
+        await until_true(lambda: bool(listening_addresses(port)), "the metrics port to listen")
         # 0100007F is 127.0.0.1 in /proc/net/tcp's byte order
         assert listening_addresses(port) == {"0100007F"}
         stats = await server.stats()
