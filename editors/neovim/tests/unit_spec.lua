@@ -123,7 +123,7 @@ end)
 t.test("the acceptance stats are shown per source with their rates", function()
   local lines = stats.acceptance_lines({
     acceptance = {
-      shown = 10, accepted = 4, acceptedChars = 120,
+      shown = 10, accepted = 4, acceptedChars = 120, typedThrough = 2,
       retainedChars30s = 90, measuredChars30s = 100, retainedChars120s = 60, measuredChars120s = 100,
       byKind = { full = 2, word = 3, line = 1 },
       windowsSeconds = { 30, 120 },
@@ -139,6 +139,7 @@ t.test("the acceptance stats are shown per source with their rates", function()
   local text = table.concat(lines, "\n")
   t.truthy(text:find("accepted    4 of 10 shown (40%), 120 chars; full 2, word 3, line 1", 1, true), text)
   t.truthy(text:find("kept        90% after 30s, 60% after 120s", 1, true), text)
+  t.truthy(text:find("typed       2 typed through by hand", 1, true), text)
   t.truthy(text:find("  exact       4 shown, 3 accepted (75%), 100 chars, kept 90% / 60%", 1, true), text)
   t.truthy(text:find("upstream    6 shown, 1 accepted (17%), 20 chars, kept - / - (muted)", 1, true), text)
   t.eq({}, stats.acceptance_lines({ served = {} }))

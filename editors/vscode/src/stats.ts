@@ -26,6 +26,8 @@ export interface AcceptanceCounts {
   acceptedChars: number;
   retainedChars30s: number;
   retainedChars120s: number;
+  /** Never accepted, but typed by hand through half their first line or more. */
+  typedThrough?: number;
   /** Accepted characters whose short / long window has been counted. */
   measuredChars30s?: number;
   measuredChars120s?: number;
@@ -201,7 +203,8 @@ export function formatAcceptance(acceptance: AcceptanceStats | undefined): strin
       `(${percent(acceptance.accepted, acceptance.shown)}), ${count(acceptance.acceptedChars)} characters ` +
       `(full ${count(kinds.full)}, word ${count(kinds.word)}, line ${count(kinds.line)}); ` +
       `kept ${percent(acceptance.retainedChars30s, acceptance.measuredChars30s)} after ${short} s, ` +
-      `${percent(acceptance.retainedChars120s, acceptance.measuredChars120s)} after ${long} s`,
+      `${percent(acceptance.retainedChars120s, acceptance.measuredChars120s)} after ${long} s; ` +
+      `typed through by hand ${count(acceptance.typedThrough)}`,
     `Accepted by source: ${sources.join("; ") || "none yet"}`,
   ];
 }

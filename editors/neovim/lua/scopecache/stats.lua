@@ -49,6 +49,9 @@ function M.acceptance_lines(stats)
       percent(a.retainedChars30s, a.measuredChars30s), n(windows[1]),
       percent(a.retainedChars120s, a.measuredChars120s), n(windows[2])
     ),
+    ("typed       %d typed through by hand (never accepted, half a first line or more)"):format(
+      n(a.typedThrough)
+    ),
   }
   local muted = {}
   for _, source in ipairs(a.mutedSources or {}) do

@@ -86,6 +86,7 @@ test("the report lists what was accepted and kept, overall and by source", () =>
     stats({
       acceptance: {
         ...counts,
+        typedThrough: 3,
         bySource: { exact: counts, upstream: { ...counts, accepted: 0, measuredChars30s: 0, measuredChars120s: 0 } },
         byKind: { full: 1, word: 2, line: 1 },
         windowsSeconds: [30, 120],
@@ -96,7 +97,7 @@ test("the report lists what was accepted and kept, overall and by source", () =>
   );
   assert.match(
     report,
-    /Accepted: 2 of 8 shown \(25%\), 40 characters \(full 1, word 2, line 1\); kept 75% after 30 s, 50% after 120 s/,
+    /Accepted: 2 of 8 shown \(25%\), 40 characters \(full 1, word 2, line 1\); kept 75% after 30 s, 50% after 120 s; typed through by hand 3/,
   );
   assert.match(report, /Accepted by source: exact 2 of 8, kept 75% \/ 50%; upstream \(muted\) 0 of 8, kept – \/ –$/);
 });
