@@ -9,7 +9,6 @@ when the settings are sent again, and on a later request after a back-off.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import socket
 from collections.abc import AsyncIterator, Iterator
@@ -19,13 +18,11 @@ from typing import Any
 import pytest
 
 from lsp_server.kit.client import ServerProcess
+from tests.support import conditions
 from tests.support.greet import COLUMN, CORPUS, EXPECTED, LINE, TEXT, URI
 from tests.support.reference import ReferenceService
 
 pytestmark = pytest.mark.e2e
-
-#: how long a condition may take to come true on a loaded machine
-WAIT_SECONDS = 30.0
 
 
 @pytest.fixture(scope="module")
@@ -66,16 +63,16 @@ async def start(started: list[ServerProcess], options: dict[str, Any]) -> Server
 
 
 async def until(what: str, condition: Any) -> Any:
-    """Await ``condition()`` until it returns something truthy (a condition, not a delay)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT_SECONDS
-    while True:
-        value = await condition()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
+    """Await ``condition()`` until it returns something truthy, and return that."""
+    found: Any = None
+
+    async def holds() -> bool:
+        nonlocal found
+        found = await condition()
+        return bool(found)
+
+    await conditions.until(holds, what)
+    return found
 
 
 async def test_health_is_green_when_a_completion_goes_through(

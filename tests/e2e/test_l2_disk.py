@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from lsp_server.kit.client import ServerProcess
+from tests.support import conditions
 from tests.support.reference import ReferenceService
 
 pytestmark = pytest.mark.e2e
@@ -97,10 +98,11 @@ def service(tmp_path: Path) -> Iterator[ReferenceService]:
 
 async def until(server: ServerProcess, check: Callable[[dict[str, Any]], bool]) -> None:
     """Wait until ``check`` holds for the server's L2 stats (a guard, not a timing)."""
-    deadline = asyncio.get_running_loop().time() + 30
-    while not check((await server.stats())["l2"]):
-        assert asyncio.get_running_loop().time() < deadline, "L2 stats never matched"
-        await asyncio.sleep(0.05)
+
+    async def holds() -> bool:
+        return check((await server.stats())["l2"])
+
+    await conditions.until(holds, "the L2 stats to match")
 
 
 async def complete(server: ServerProcess, i: int) -> str | None:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 import pytest
 
 from tests.support import dnsmasq
 from tests.support.backend import complete, started_backend
+from tests.support.conditions import until_true
 from tests.support.dnsmasq import Dnsmasq
 from tests.support.reference import ReferenceService
 from transport.options import EndpointOptions
@@ -45,9 +43,9 @@ async def test_prefetched_name_needs_no_query_until_the_ttl_nears_expiry(
             assert svc.stats()["connections"] == connections + 1
             assert backend.counters().connections_opened == 1
 
-            deadline = time.monotonic() + TTL * 3
-            while server.queries(NAME) - before < 4 and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
+            await until_true(
+                lambda: server.queries(NAME) - before >= 4, "the refresh ahead of expiry"
+            )
             assert server.queries(NAME) - before == 4  # one refresh ahead of expiry
             assert backend.counters().dns_lookups == 4
             assert await complete(backend)
