@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -19,9 +18,11 @@ from cache.l2.redis import RedisStore
 from tests.support.text import lines_text
 
 try:
+    from tests.support.conditions import until, until_true
     from tests.support.redis_server import RedisServer, redis_available
 except ModuleNotFoundError:  # pytest run without the repository root on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.support.conditions import until, until_true
     from tests.support.redis_server import RedisServer, redis_available
 
 import redis.asyncio as aioredis
@@ -45,24 +46,6 @@ def entry(i: int, text: str = "return x") -> CachedCompletion:
     )
     anchor = LineAnchor.build(language="python", context=lines_text([f"l{i}"]), suffix_text="")
     return CachedCompletion(key=key, anchor=anchor, line_prefix="    ", text=f"{text} + {i}")
-
-
-async def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
-
-
-async def eventually(check: Callable[[], Any], timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await check():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
 
 
 async def nothing_pending(raw: Any, stream: str, group: str) -> bool:
@@ -117,12 +100,12 @@ async def test_two_sessions_see_each_others_entries_through_the_stream(
     one, two = await session(), await session()
     seen_by_two, seen_by_one = recorder(two), recorder(one)
     await one.put(entry(1))
-    await wait_for(lambda: len(seen_by_two) == 1)
+    await until_true(lambda: len(seen_by_two) == 1, "the put to reach the second session")
     assert seen_by_two == [L2Change("put", entry(1).key, entry(1))]
     assert await two.get(entry(1).key) == entry(1)
 
     await two.invalidate(entry(1).key)
-    await wait_for(lambda: len(seen_by_one) == 1)
+    await until_true(lambda: len(seen_by_one) == 1, "the invalidation to reach the first session")
     assert seen_by_one == [L2Change("invalidate", entry(1).key)]
     assert await one.get(entry(1).key) is None
     assert one.group != two.group
@@ -135,11 +118,11 @@ async def test_session_of_another_namespace_never_sees_the_entry(
     writer_of_other = await session("http://x/v1|other|")
     seen_by_same, seen_by_other = recorder(same), recorder(other)
     await one.put(entry(1))
-    await wait_for(lambda: len(seen_by_same) == 1)
+    await until_true(lambda: len(seen_by_same) == 1, "the put to reach the same namespace")
     # Once the other namespace's reader has delivered a later entry of its own
     # namespace, it has had every chance to deliver the first one too.
     await writer_of_other.put(entry(2))
-    await wait_for(lambda: len(seen_by_other) >= 1)
+    await until_true(lambda: len(seen_by_other) >= 1, "the other namespace's own put")
     assert [c.entry for c in seen_by_other] == [entry(2)]
     assert await other.get(entry(1).key) is None
     assert await other.hottest(10) == [entry(2)]  # its own namespace's only
@@ -159,9 +142,13 @@ async def test_redelivered_event_is_applied_once(session: Callable[..., Any], ra
     await raw.xadd(one.stream_key, fields)
     await raw.xadd(one.stream_key, fields)  # the same op_id delivered again
     await raw.xadd(one.stream_key, {**fields, "id": "op-6"})  # a new op for the same entry
-    await raw.xadd(one.stream_key, {**fields, "id": "op-7"})  # read in order: the last one
-    await wait_for(lambda: len(seen) >= 3)
-    assert len(seen) == 3  # op-5 once, op-6, op-7
+    await raw.xadd(one.stream_key, {**fields, "id": "op-7"})
+    # A later op of another entry: read in order, so once it is delivered every
+    # op before it has had its chance.
+    later = {**fields, "id": "op-8", "key": key_to_json(entry(6).key), "v": entry(6).to_json()}
+    await raw.xadd(one.stream_key, later)
+    await until_true(lambda: any(c.entry == entry(6) for c in seen), "the later op")
+    assert [c.entry for c in seen] == [entry(5)] * 3 + [entry(6)]  # op-5 once, op-6, op-7, op-8
 
 
 async def test_pending_event_of_a_dead_consumer_is_claimed_and_applied(
@@ -187,9 +174,12 @@ async def test_pending_event_of_a_dead_consumer_is_claimed_and_applied(
     seen = recorder(restarted)
     await restarted.start()
     try:
-        await wait_for(lambda: len(seen) == 1)
+        await until_true(lambda: len(seen) == 1, "the change to be delivered")
         assert seen[0].entry == entry(3)
-        await eventually(lambda: nothing_pending(raw, writer.stream_key, group))
+        await until(
+            lambda: nothing_pending(raw, writer.stream_key, group),
+            "the claimed event to be acknowledged",
+        )
     finally:
         await restarted.aclose()
 
@@ -217,10 +207,13 @@ async def test_poisoned_stream_entries_are_acknowledged_and_sync_continues(
         },
     )
     await one.put(entry(4))
-    await wait_for(lambda: len(seen) == 1)
+    await until_true(lambda: len(seen) == 1, "the change to be delivered")
     assert seen[0].entry == entry(4)
     assert two.state == "up"
-    await eventually(lambda: nothing_pending(raw, one.stream_key, two.group))
+    await until(
+        lambda: nothing_pending(raw, one.stream_key, two.group),
+        "every stream entry to be acknowledged",
+    )
 
 
 async def test_redis_killed_and_restarted_mid_session_is_survived_and_sync_resumes(
@@ -229,18 +222,18 @@ async def test_redis_killed_and_restarted_mid_session_is_survived_and_sync_resum
     one, two = await session(), await session()
     seen = recorder(two)
     await one.put(entry(1))
-    await wait_for(lambda: len(seen) == 1)
+    await until_true(lambda: len(seen) == 1, "the change to be delivered")
 
     redis_server.kill()
     assert await one.get(entry(1).key) is None  # a miss, not an exception
     await one.put(entry(2))
-    await wait_for(lambda: one.state == "down" and two.state == "down")
+    await until_true(lambda: one.state == "down" and two.state == "down", "both stores to be down")
     assert await two.hottest(5) == []
 
     redis_server.start()  # same port, empty: the groups are gone too
-    await wait_for(lambda: one.state == "up" and two.state == "up")
+    await until_true(lambda: one.state == "up" and two.state == "up", "both stores to be up")
     await one.put(entry(3))
-    await wait_for(lambda: any(c.entry == entry(3) for c in seen))
+    await until_true(lambda: any(c.entry == entry(3) for c in seen), "the put after the restart")
     assert await two.get(entry(3).key) == entry(3)
     messages = [r.getMessage() for r in caplog.records if r.name == "cache.l2.base"]
     # One line per store when it goes down and one when it returns, not one per call.
@@ -290,6 +283,6 @@ async def test_hottest_returns_the_most_hit_entries_of_the_namespace(
         score = await raw.zscore(store.hot_key, store.entry_key(entry(1).key))
         return bool(score == 1.0)
 
-    await eventually(hits_recorded)
+    await until(hits_recorded, "the hits to be recorded")
     hot = await store.hottest(2)
     assert hot == [entry(2), entry(1)]
