@@ -23,6 +23,7 @@ from tests.e2e.test_metrics_e2e import (
     free_port,
     options,
     wait_for_endpoint,
+    wait_for_samples,
 )
 from tests.support.reference import ReferenceService
 
@@ -128,7 +129,7 @@ async def test_dashboard_renders_live_charts_in_headless_chromium(
         await wait_for_endpoint(base)
         await drive_completions(server)
         await accept_one(server)
-        await asyncio.sleep(1.1)  # at least two signal samples in the history
+        await wait_for_samples(base, "two signal samples", lambda history: len(history) >= 2)
         shot = ARTIFACTS / "dashboard.png"
         seen = await asyncio.to_thread(
             browse, f"{base}/?interval=250", shot, breakdowns=("language", "scope", "source")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -48,14 +48,32 @@ def options(service: ReferenceService, port: int, **extra: Any) -> dict[str, Any
 
 async def wait_for_endpoint(base: str) -> None:
     async with httpx.AsyncClient() as client:
-        for _ in range(100):
+
+        async def up() -> bool:
             try:
-                if (await client.get(f"{base}/healthz")).status_code == 200:
-                    return
+                return (await client.get(f"{base}/healthz")).status_code == 200
             except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.05)
-    raise AssertionError(f"metrics endpoint {base} never came up")
+                return False
+
+        await until(up, f"the metrics endpoint {base}")
+
+
+async def signal_history(base: str) -> list[dict[str, Any]]:
+    """The signal samples ``/stats.json`` gives the dashboard (reading it samples when due)."""
+    async with httpx.AsyncClient() as client:
+        history: list[dict[str, Any]] = (await client.get(f"{base}/stats.json")).json()["history"]
+    return history
+
+
+async def wait_for_samples(
+    base: str, what: str, check: Callable[[list[dict[str, Any]]], bool]
+) -> None:
+    """Wait until the signal history satisfies ``check`` (one sample per second is taken)."""
+
+    async def holds() -> bool:
+        return check(await signal_history(base))
+
+    await until(holds, what)
 
 
 async def drive_completions(server: ServerProcess) -> None:
@@ -143,14 +161,23 @@ async def test_upstream_errors_produce_root_cause_hints(
 ) -> None:
     service = shared_reference_service
     port = free_port()
+    base = f"http://127.0.0.1:{port}"
     async with ServerProcess(options(service, port)) as server:
-        await wait_for_endpoint(f"http://127.0.0.1:{port}")
+        await wait_for_endpoint(base)
+        # Hints compare samples: one before the errors ...
+        await wait_for_samples(base, "a signal sample", lambda history: len(history) >= 1)
         server.open(URI, TEXT)
         service.set_fault("status", count=-1, status=429)
         try:
             for line in (2, 5):
                 await server.inline_text(URI, line, 15)
-                await asyncio.sleep(1.1)  # one signal sample per second
+            errors = (await server.stats())["upstreamErrors"]
+            # ... and one after them.
+            await wait_for_samples(
+                base,
+                "a signal sample after the upstream errors",
+                lambda history: history[-1]["upstreamErrors"] >= errors,
+            )
         finally:
             service.clear_faults()
         stats = await server.stats()
