@@ -26,6 +26,7 @@ import pytest
 from lsp_server.kit.client import ServerProcess
 from lsp_server.kit.replay import Replayer
 from lsp_server.kit.synth.session import synthesize
+from tests.support.conditions import DEFAULT_DEADLINE, until, until_true
 from tests.support.reference import ReferenceService
 
 pytestmark = pytest.mark.e2e
@@ -158,13 +159,6 @@ def server_for(
     )
 
 
-async def eventually(check: Any, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
-
-
 async def timed_completion(server: ServerProcess) -> tuple[str | None, Span]:
     await server.clear_cache()  # every completion goes upstream
     started = time.monotonic()
@@ -185,16 +179,19 @@ async def test_tokens_are_prefetched_and_refreshed_off_the_request_path(
     async with server_for(service, relay, log_file) as server:
         server.open(URI, "def greet(name):\n    message = \n")
         # The token is fetched at start, before any completion asks for it.
-        await eventually(lambda: len(relay.spans) == 1)
+        await until_true(lambda: len(relay.spans) == 1, "the token fetched at start")
         assert service.stats()["tokenRequests"] == 1
         texts: list[str | None] = []
         spans: list[Span] = []
-        session_end = time.monotonic() + 3.5 * LIFETIME
-        while time.monotonic() < session_end:
+        # A session of completions that lasts until the token was refreshed
+        # four times in the background (past two lifetimes), however slowly.
+        give_up = time.monotonic() + DEFAULT_DEADLINE
+        while len(relay.spans) < 5:
+            assert time.monotonic() < give_up, f"still waiting for refreshes: {relay.spans}"
             text, span = await timed_completion(server)
             texts.append(text)
             spans.append(span)
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.02)  # the pace of the session, not a wait
         stats = await server.stats()
 
     ref = service.stats()
@@ -223,7 +220,7 @@ async def test_a_revoked_token_costs_one_refresh_and_one_retry(
     service.enable_tokens(CLIENT_ID, SECRET, lifetime=60)
     async with server_for(service, relay, tmp_path / "server.log") as server:
         server.open(URI, "def greet(name):\n    message = \n")
-        await eventually(lambda: len(relay.spans) == 1)
+        await until_true(lambda: len(relay.spans) == 1, "the token fetched at start")
         text, _ = await timed_completion(server)
         assert text is not None
         service.reset_stats()
@@ -249,31 +246,36 @@ async def test_token_endpoint_outage_pauses_completions_and_recovers(
     service.enable_tokens(CLIENT_ID, SECRET, lifetime=LIFETIME)
     async with server_for(service, relay, tmp_path / "server.log") as server:
         server.open(URI, "def greet(name):\n    message = \n")
-        await eventually(lambda: len(relay.spans) == 1)
+        await until_true(lambda: len(relay.spans) == 1, "the token fetched at start")
         assert (await timed_completion(server))[0] is not None
 
         relay.down = True
-        outage_end = time.monotonic() + 2.5 * LIFETIME
-        answers = []
-        while time.monotonic() < outage_end:
+        answers: list[str | None] = []
+
+        async def paused_a_while() -> bool:
+            # completions until the token has expired and 20 of them were paused
             answers.append((await timed_completion(server))[0])
-            await asyncio.sleep(0.05)
+            return sum(1 for a in answers if a is None) >= 20
+
+        await until(paused_a_while, "completions to pause once the token expired")
         # Once the token expired, completions are empty, not errors, and the
         # token endpoint is retried with backoff, not once per keystroke.
         assert answers[-1] is None
         paused = sum(1 for a in answers if a is None)
-        assert paused >= 10
         assert 1 <= relay.refused < paused / 2
         auth_messages = [m for m in server.messages if "access token" in m.message]
         assert len(auth_messages) == 1 and "paused" in auth_messages[0].message
 
         relay.down = False
-        recovered = None
-        deadline = time.monotonic() + 20.0  # backoff is capped at 10 s
-        while recovered is None and time.monotonic() < deadline:
-            recovered = (await timed_completion(server))[0]
-            await asyncio.sleep(0.1)
-        assert recovered == '"Hello, " + name.title()'
+        recovered: list[str | None] = []
+
+        async def answered() -> bool:
+            # the next retry of the token endpoint (backoff is capped at 10 s) succeeds
+            recovered.append((await timed_completion(server))[0])
+            return recovered[-1] is not None
+
+        await until(answered, "completions to resume")
+        assert recovered[-1] == '"Hello, " + name.title()'
         assert any("resumed" in m.message for m in server.messages)
         assert sum(1 for m in server.messages if "access token" in m.message) == 2
 
@@ -291,7 +293,7 @@ async def test_replayed_session_sees_no_401_and_no_token_fetch_on_the_request_pa
         service.enable_tokens(CLIENT_ID, SECRET, lifetime=LIFETIME)
         async with TokenRelay(service) as relay:
             async with server_for(service, relay, log_file, "INFO") as server:
-                await eventually(lambda: len(relay.spans) == 1)
+                await until_true(lambda: len(relay.spans) == 1, "the token fetched at start")
                 # Real-time replay, sped up so the session spans four token lifetimes.
                 speed = trace.events[-1].t / (4 * LIFETIME)
                 result = await Replayer(server, trace, speed=speed).run()
