@@ -20,10 +20,10 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 async def slow_service(tmp_path: Path) -> AsyncIterator[ReferenceProcess]:
-    """The greet service with a model that takes 0.8 s to its first token."""
+    """The greet service with a model that takes 3 s to its first token (room for a loaded host)."""
     corpus = tmp_path / "greet.py"
     corpus.write_text(CORPUS)
-    async with ReferenceProcess([corpus], ttft_ms=800.0, token_ms=5.0) as service:
+    async with ReferenceProcess([corpus], ttft_ms=3000.0, token_ms=5.0) as service:
         yield service
 
 

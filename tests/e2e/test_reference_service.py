@@ -651,11 +651,11 @@ def test_token_mode_issues_short_lived_tokens_that_completions_require(
     shared_reference_service: ReferenceService,
 ) -> None:
     svc = shared_reference_service
-    svc.enable_tokens("editor", "s3cret", lifetime=1.0)
+    svc.enable_tokens("editor", "s3cret", lifetime=3.0)
     with svc.client() as client:
         assert post(svc, client, {}).status_code == 401
         answer = fetch_token(svc, client).json()
-        assert answer["token_type"] == "Bearer" and answer["expires_in"] == 1.0
+        assert answer["token_type"] == "Bearer" and answer["expires_in"] == 3.0
         token = answer["access_token"]
         ok = client.post(svc.url + "/completions", json={"prompt": PROMPT}, headers=bearer(token))
         answers: list[int] = []
