@@ -26,9 +26,11 @@ inner lines), interpolations that nest strings of the same quote
 heredocs, Ruby's ``%q(...)`` and ``?'``, and PHP's ``#`` comments are not
 followed.
 
+The serving path reads a document's syntax from its spec
+(``SyntaxContext.strings``), an embedder's own languages included.
 ``STRING_SYNTAX`` (``lsp_server.documents.languages``) holds the shipped
-specs' syntaxes by languageId; a spec registered later by an embedder is
-read with ``DEFAULT_STRINGS``.
+specs' syntaxes by languageId, for what knows only a language's name (a
+document whose grammar is not installed, the kit scoring recorded answers).
 """
 
 from __future__ import annotations
