@@ -242,6 +242,10 @@ class ThrottleSettings:
     #: pause in the typing (twice the typical gap between keys, at most this; a
     #: local server with nothing at it is asked at once); 0 turns that pacing off
     max_pause_ms: float = 600.0
+    #: on a slow service, a miss inside the first word of a line waits for a
+    #: pause even when the server is idle (from a letter or two the model
+    #: rarely guesses the line, and the next keys come before its answer)
+    first_word_waits: bool = True
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""

@@ -69,7 +69,7 @@ from lsp_server.completion.inflight import InflightRegistry, InflightStream
 from lsp_server.completion.mid_line import position_allowed, suggestion_allowed
 from lsp_server.completion.notify import UserNotifier
 from lsp_server.completion.pending import Pending
-from lsp_server.completion.throttle import MissThrottle
+from lsp_server.completion.throttle import MissThrottle, in_first_word
 from lsp_server.completion.turns import DocumentTurns
 from lsp_server.completion.upstream import UpstreamStreams
 from lsp_server.documents.cross_file import PromptContext
@@ -397,7 +397,7 @@ class CompletionPipeline:
                 return shared
         await self.throttle.wait(
             at_line_start=ctx.at_line_start, uri=uri, indentation=ctx.at_line_start,
-            service_idle=self.idle_local_server(),
+            service_idle=self.idle_local_server(), first_word=in_first_word(ctx.line_prefix),
         )  # fmt: skip
         if not await self.turns.take(uri):
             return None  # a newer state of the document goes instead

@@ -20,6 +20,11 @@ on a fast service, by ``throttle.maxPauseMs`` on a slow one):
   on; the model, once it has seen a line start, often finishes the line,
   and its stream lives on while the typing agrees with it
   (``lsp_server.completion.inflight``);
+* on a slow service, a miss inside the first word of a line (only indentation
+  and word characters before the cursor) waits for a pause even when the
+  server is idle (``throttle.firstWordWaits``): from a letter or two the
+  model rarely guesses the line, and the next keys arrive before its answer,
+  which is then thrown away after the server evaluated the whole prompt;
 * any other miss waits ``clamp(min, max, min(typing / 2, full_answer / 4))``
   where ``typing`` is the smoothed interval between the user's keystrokes in
   that document and ``full_answer`` the service's smoothed time from request
@@ -62,6 +67,7 @@ class MissThrottle:
         max_delay: float = 0.120,
         max_pause: float = 0.6,
         line_start_immediate: bool = True,
+        first_word_waits: bool = True,
         clock: Callable[[], float] = time.monotonic,
         pacing: Callable[[str], float] | None = None,
     ) -> None:
@@ -69,6 +75,7 @@ class MissThrottle:
         self.max_delay = max_delay
         self.max_pause = max_pause
         self.line_start_immediate = line_start_immediate
+        self.first_word_waits = first_word_waits
         self._clock = clock
         #: how many times its usual wait a miss in a document waits (what the
         #: developer kept there: ``lsp_server.completion.kept_bar``); None: 1
@@ -146,20 +153,23 @@ class MissThrottle:
         uri: str | None = None,
         indentation: bool = False,
         service_idle: bool = False,
+        first_word: bool = False,
     ) -> float:
         """Seconds a miss waits before going upstream.
 
         ``uri`` names the document (whether its last change started a line);
         ``indentation``: only whitespace is before the cursor on its line;
         ``service_idle``: the service may be asked without waiting for a
-        pause (an idle local server). Without ``uri``, a miss at a line
-        start counts as just after Enter.
+        pause (an idle local server); ``first_word``: the cursor is inside
+        the first word of its line (``in_first_word``). Without ``uri``, a
+        miss at a line start counts as just after Enter.
         """
         just_entered = uri is None or uri in self._new_line
         if at_line_start and just_entered and self.line_start_immediate:
             return 0.0
         pace = self.pacing(uri) if self.pacing is not None and uri is not None else 1.0
-        busy_and_slow = self.slow and not service_idle
+        may_go_now = service_idle and not (first_word and self.first_word_waits)
+        busy_and_slow = self.slow and not may_go_now
         if busy_and_slow or (indentation and not just_entered and self.max_pause > 0):
             return self.pause() * pace
         candidates = [self.max_delay]
@@ -181,14 +191,25 @@ class MissThrottle:
         uri: str | None = None,
         indentation: bool = False,
         service_idle: bool = False,
+        first_word: bool = False,
     ) -> None:
         """Wait as the rule says (cancellable)."""
         delay = self.delay_for(
             at_line_start=at_line_start, uri=uri, indentation=indentation,
-            service_idle=service_idle,
+            service_idle=service_idle, first_word=first_word,
         )  # fmt: skip
         if delay > 0:
             await asyncio.sleep(delay)
+
+
+def in_first_word(line_prefix: str) -> bool:
+    """Whether the cursor is inside the first word of its line.
+
+    Only indentation and word characters (an identifier's) are before it:
+    ``    ret``, not ``    return x`` nor ``    self.``.
+    """
+    word = line_prefix.lstrip()
+    return word.isidentifier()
 
 
 def _ewma(previous: float | None, sample: float) -> float:

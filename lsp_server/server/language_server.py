@@ -176,6 +176,7 @@ class ScopecacheServer(LanguageServer):
         self.throttle.min_delay = t.min_delay_ms / 1000.0
         self.throttle.max_delay = t.max_delay_ms / 1000.0
         self.throttle.line_start_immediate = t.line_start_immediate
+        self.throttle.first_word_waits = t.first_word_waits
         self.throttle.max_pause = t.max_pause_ms / 1000.0
         self.speculator.settings = settings.speculative
         self.accepts.configure(settings.acceptance)

@@ -195,7 +195,8 @@ async def test_on_a_slow_service_with_nothing_at_it_the_newest_state_goes_at_onc
     backend = ScriptedBackend(LOCAL_SERVER)
     pipe = slow_typist_pipeline(backend)
     assert not pipe.inflight.at_service()
-    first = ask(pipe, at("    a"))
+    # past the line's first word (inside it, a miss waits for the pause)
+    first = ask(pipe, at("    x = a"))
 
     async def sent() -> bool:
         return len(backend.requests) == 1

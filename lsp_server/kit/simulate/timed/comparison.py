@@ -182,6 +182,7 @@ def run_design(
             max_delay=t.max_delay_ms / 1000.0,
             max_pause=t.max_pause_ms / 1000.0,
             line_start_immediate=t.line_start_immediate,
+            first_word_waits=t.first_word_waits,
             clock=clock,
         )
     run = TimedRun(

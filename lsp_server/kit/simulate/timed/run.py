@@ -27,6 +27,7 @@ from typing import Any
 
 from cache.keys import LineAnchor
 from lsp_server.completion.inflight import MAX_GRACE
+from lsp_server.completion.throttle import in_first_word
 from lsp_server.kit.simulate.strategies import SimRequest
 from lsp_server.kit.simulate.timed.model import (
     CODY_DEBOUNCE,
@@ -158,6 +159,7 @@ class TimedRun:
             delay = self.throttle.delay_for(
                 at_line_start=req.at_line_start, uri=req.uri, indentation=req.at_line_start,
                 service_idle=self.cost.queues_requests and not self._at_service(),
+                first_word=in_first_word(req.line_prefix),
             )  # fmt: skip
         elif self.model.throttle == "adaptive":
             delay = self.throttle.delay_for(at_line_start=req.at_line_start)
