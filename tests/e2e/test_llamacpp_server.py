@@ -22,6 +22,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from lsp_server.kit.client import ServerProcess
+from tests.support import conditions
 from tests.support.backend import REQUEST, started_backend
 from tests.support.llamacpp import LlamaCppServer
 from transport.backend import is_cut
@@ -103,13 +104,29 @@ async def test_auto_reports_the_servers_token_numbers_and_its_kv_cache_reuse(
         # the same prefix one character further: the server reuses its KV cache
         server.insert(URI, LINE, COLUMN, "2")
         assert await server.inline_text(URI, LINE, COLUMN + 1) is not None
-        stats = await server.stats()
+        stats = await stats_after_answers(server, 2)
     tokens = stats["tokens"]
     assert tokens["answers"] == 2
     assert tokens["cached"] > 0
     assert tokens["prompt"] == tokens["evaluated"] + tokens["cached"]
     assert stats["provider"]["contextTokens"] == llama_server.context_per_slot
     assert stats["provider"]["promptTokenLimit"] <= llama_server.context_per_slot
+
+
+async def stats_after_answers(server: ServerProcess, count: int = 1) -> dict[str, Any]:
+    """The stats once ``count`` answers' token numbers are in and no stream is open.
+
+    An answer is shown at its first line; the server reports its prompt
+    tokens at the stream's end, which on a loaded host can come later.
+    """
+    stats: dict[str, Any] = {}
+
+    async def settled() -> bool:
+        stats.update(await server.stats())
+        return int(stats["tokens"]["answers"]) >= count and stats["inflight"] == 0
+
+    await conditions.until(settled, f"the token numbers of {count} answers")
+    return stats
 
 
 LONG_TEXT = "".join(f"def f{i}(value):\n    return value + {i}\n\n\n" for i in range(400))
@@ -124,7 +141,7 @@ async def test_a_long_file_is_kept_within_the_configured_limit_so_the_server_cut
     async with ServerProcess(options) as server:
         server.open(URI, LONG_TEXT)
         assert await server.inline_text(URI, LONG_TEXT.count("\n"), 11)
-        stats = await server.stats()
+        stats = await stats_after_answers(server, 1)
     assert stats["upstreamErrors"] == 0
     assert 0 < stats["tokens"]["prompt"] <= limit
     assert stats["provider"]["promptsCutByServer"] == 0
@@ -138,10 +155,11 @@ async def test_a_prompt_the_server_cut_is_noticed_and_the_next_ones_fit(
     async with ServerProcess(settings(llama_server.url)) as server:
         server.open(URI, LONG_TEXT)
         assert await server.inline_text(URI, line, 11)
-        first = await server.stats()
+        first = await stats_after_answers(server, 1)
         server.insert(URI, line, 11, "v")
         assert await server.inline_text(URI, line, 12)
-        second = await server.stats()
+        # typed through the first stream or answered by a second one: either way settled
+        second = await stats_after_answers(server)
     assert first["provider"]["promptsCutByServer"] == 1
     assert first["provider"]["promptTokenLimit"] < llama_server.batch
     assert second["provider"]["promptsCutByServer"] == 1
