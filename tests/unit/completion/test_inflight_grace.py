@@ -29,12 +29,18 @@ def test_throttle_waits_nothing_at_line_start_and_adapts_elsewhere() -> None:
     assert throttle.full_answer == 0.1
 
 
-def test_a_slow_service_makes_misses_wait_for_a_pause_in_the_typing() -> None:
+def typed_at_120_ms() -> MissThrottle:
+    """A throttle that has seen five keys of document ``u``, 0.12 s apart."""
     now = [0.0]
     throttle = MissThrottle(min_delay=0.01, max_delay=0.1, max_pause=0.6, clock=lambda: now[0])
     for _ in range(5):
         now[0] += 0.12
         throttle.note_keystroke("u")
+    return throttle
+
+
+def test_a_slow_service_makes_misses_wait_for_a_pause_in_the_typing() -> None:
+    throttle = typed_at_120_ms()
     throttle.note_answer(0.05)  # answers faster than the typing: no pause
     assert not throttle.slow
     assert throttle.delay_for(at_line_start=False, uri="u") < 0.1
@@ -49,11 +55,7 @@ def test_a_slow_service_makes_misses_wait_for_a_pause_in_the_typing() -> None:
 
 
 def test_on_a_slow_idle_server_the_first_word_of_a_line_waits_for_a_pause() -> None:
-    now = [0.0]
-    throttle = MissThrottle(min_delay=0.01, max_delay=0.1, max_pause=0.6, clock=lambda: now[0])
-    for _ in range(5):
-        now[0] += 0.12
-        throttle.note_keystroke("u")
+    throttle = typed_at_120_ms()
     for _ in range(5):
         throttle.note_answer(1.5)
     assert throttle.slow
