@@ -16,6 +16,7 @@ Callers see these, never httpx's, httpcore's or dnspython's exceptions::
      +-- UpstreamProtocolError     malformed JSON or SSE, oversized or invalid output
      |    +-- ProtocolRejected     the server does not speak the HTTP version the settings require
      +-- CircuitOpenError          the breaker is open: the service is not asked
+     +-- BackendClosed             the backend was closed while the request waited
      +-- AuthError                 no token could be obtained
 
 Messages never contain an API key or token.
@@ -115,6 +116,12 @@ class CircuitOpenError(TransportError):
     """The circuit breaker is open; the request was not sent."""
 
     kind = "circuit_open"
+
+
+class BackendClosed(TransportError):
+    """The backend was closed (shutdown, other endpoint settings); the request was not sent."""
+
+    kind = "closed"
 
 
 class AuthError(TransportError):

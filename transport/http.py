@@ -94,6 +94,8 @@ class HttpCompletionBackend(CompletionBackend):
         options.validate()
         self.options = options
         self._provider = provider_for(options)
+        #: ``aclose`` ran: a request that waited through it is not sent
+        self._closed = False
         self._provider.on_usage = self._count_usage
         #: what identification learnt (None: not identified, or not asked)
         self.profile: ServiceProfile | None = None
@@ -276,6 +278,8 @@ class HttpCompletionBackend(CompletionBackend):
                 headers: dict[str, str] = {}
                 try:
                     headers = await self._auth.header()
+                    if self._closed:  # closed while this request waited for its connection
+                        raise errors.BackendClosed(f"{request.request_id}: the backend is closed")
                     attempt_chunks = self._attempt(url, body, headers)
                     async with contextlib.aclosing(attempt_chunks) as chunks:
                         async for chunk in chunks:
@@ -427,6 +431,7 @@ class HttpCompletionBackend(CompletionBackend):
 
     async def aclose(self) -> None:
         """Stop background work and close every connection."""
+        self._closed = True
         await self._warmer.aclose()
         await self._dns.aclose()
         await self._auth.aclose()

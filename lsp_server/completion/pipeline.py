@@ -508,6 +508,8 @@ class CompletionPipeline:
         ctx: SyntaxContext,
         line_done: Callable[[], None] | None = None,
     ) -> Suggestion | None:
+        if self.upstream.stopped:
+            return None  # a request still waiting when the server shut down
         stream = self.upstream.start(uri, key, anchor, ctx)
         text = await self.upstream.wait(stream, first_line=self._first_line(stream))
         if text == "" and line_done is not None and ctx.line_prefix.strip():
@@ -529,7 +531,7 @@ class CompletionPipeline:
         Returns False when the answer is cached or already being fetched, or
         there is nowhere to look.
         """
-        if self.backend is None or (not ask and self.l2 is None):
+        if self.backend is None or self.upstream.stopped or (not ask and self.l2 is None):
             return False
         key, anchor = keys_for(ctx)
         if self.store.lookup(key, anchor, ctx.line_prefix) is not None:
@@ -547,8 +549,23 @@ class CompletionPipeline:
             self._prefetch_shared(uri, key, anchor, ctx, predicted, ask=ask)
         )
         self._prefetch_tasks.add(task)
-        task.add_done_callback(self._prefetch_tasks.discard)
+        # a callback, not a ``finally``: a task cancelled before its first step runs no code
+        task.add_done_callback(lambda done: self._prefetch_ended(uri, done))
         return True
+
+    def _prefetch_ended(self, uri: str, task: asyncio.Task[None]) -> None:
+        self._prefetch_tasks.discard(task)
+        self._prefetching.discard(uri)
+
+    def stop(self) -> None:
+        """Ask the service nothing more (shutdown, settings replaced the pipeline).
+
+        The prefetches looking in L2 or waiting for a turn are given up; the
+        streams already at the service are the in-flight registry's to cancel.
+        """
+        self.upstream.stop()
+        for task in list(self._prefetch_tasks):
+            task.cancel()
 
     def speculating(self, uri: str) -> bool:
         """Whether a speculative prefetch of ``uri`` is under way (L2 lookup, turn or stream)."""
@@ -568,37 +585,30 @@ class CompletionPipeline:
         *,
         ask: bool,
     ) -> None:
-        try:
-            assert self.l2 is not None
-            entry = await self.l2.get(key)
-            if (
-                entry is not None
-                and entry.anchor == anchor
-                and entry.line_prefix == ctx.line_prefix
-            ):
-                # an empty text: another process learnt there is nothing to suggest
-                origin = SPECULATIVE_FROM_L2 if entry.origin == "speculative" else entry.origin
-                self.store.add_entry(dataclasses.replace(entry, origin=origin))
-                self.stats.speculative_l2_prefetches += 1
-                return
-            logger.debug(
-                "speculative prefetch at line %d for %r: %s in L2",
-                ctx.line,
-                key,
-                "no entry" if entry is None else "a different context",
-            )
-            if not ask:
-                self.stats.speculative_l2_unanswered += 1
-                return
-            # While we looked, a request may have filled L1 or started a stream.
-            if self.store.lookup(key, anchor, ctx.line_prefix) is not None:
-                return
-            if self.inflight.find(anchor, ctx.line_prefix) is not None:
-                return
-            if self.backend is not None:
-                self.upstream.speculate(uri, key, anchor, ctx, predicted, self.turns)
-        finally:
-            self._prefetching.discard(uri)
+        assert self.l2 is not None
+        entry = await self.l2.get(key)
+        if entry is not None and entry.anchor == anchor and entry.line_prefix == ctx.line_prefix:
+            # an empty text: another process learnt there is nothing to suggest
+            origin = SPECULATIVE_FROM_L2 if entry.origin == "speculative" else entry.origin
+            self.store.add_entry(dataclasses.replace(entry, origin=origin))
+            self.stats.speculative_l2_prefetches += 1
+            return
+        logger.debug(
+            "speculative prefetch at line %d for %r: %s in L2",
+            ctx.line,
+            key,
+            "no entry" if entry is None else "a different context",
+        )
+        if not ask:
+            self.stats.speculative_l2_unanswered += 1
+            return
+        # While we looked, a request may have filled L1 or started a stream.
+        if self.store.lookup(key, anchor, ctx.line_prefix) is not None:
+            return
+        if self.inflight.find(anchor, ctx.line_prefix) is not None:
+            return
+        if self.backend is not None:
+            self.upstream.speculate(uri, key, anchor, ctx, predicted, self.turns)
 
     def clear(self) -> int:
         """Empty L1; returns how many entries were removed."""

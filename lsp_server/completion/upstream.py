@@ -258,6 +258,8 @@ class UpstreamStreams:
         self._speculations: set[asyncio.Task[None]] = set()
         #: speculative prefetches that gave their turn to a miss
         self.speculations_yielded = 0
+        #: shut down, or replaced by a pipeline with other settings: start nothing more
+        self.stopped = False
 
     def start(
         self,
@@ -325,6 +327,8 @@ class UpstreamStreams:
         was read before this call, while the document was the one ``ctx``
         was taken from.
         """
+        if self.stopped:
+            return
         ahead = self._host.inflight.busy(uri)
         if not turns.needed or ahead is None:
             self.start(uri, key, anchor, ctx, predicted=predicted)
@@ -334,7 +338,12 @@ class UpstreamStreams:
             self._speculate_later(uri, key, anchor, ctx, predicted, turns, ahead)
         )
         self._speculations.add(task)
-        task.add_done_callback(self._speculations.discard)
+        # a callback, not a ``finally``: a task cancelled before its first step runs no code
+        task.add_done_callback(lambda done: self._speculation_ended(uri, done))
+
+    def _speculation_ended(self, uri: str, task: asyncio.Task[None]) -> None:
+        self._speculations.discard(task)
+        self._waiting_to_speculate.discard(uri)
 
     async def _speculate_later(
         self,
@@ -347,28 +356,30 @@ class UpstreamStreams:
         ahead: InflightStream,
     ) -> None:
         host = self._host
-        try:
-            if not await turns.after_misses(uri):
-                self.speculations_yielded += 1
-                logger.debug("speculative prefetch at line %d gave way to a miss", ctx.line)
-                return
-            if ahead.cancelled_for in ("closed", "stopped"):
-                return  # the document closed, or the service or settings changed
-            # The stream that ended may have answered this state already.
-            if host.store.lookup(key, anchor, ctx.line_prefix) is not None:
-                return
-            if host.inflight.find(anchor, ctx.line_prefix) is not None or host.backend is None:
-                return
-            self.start(uri, key, anchor, ctx, predicted=predicted)
-        finally:
-            self._waiting_to_speculate.discard(uri)
+        if not await turns.after_misses(uri):
+            self.speculations_yielded += 1
+            logger.debug("speculative prefetch at line %d gave way to a miss", ctx.line)
+            return
+        if self.stopped or ahead.cancelled_for in ("closed", "stopped"):
+            return  # shut down, the document closed, or the service or settings changed
+        # The stream that ended may have answered this state already.
+        if host.store.lookup(key, anchor, ctx.line_prefix) is not None:
+            return
+        if host.inflight.find(anchor, ctx.line_prefix) is not None or host.backend is None:
+            return
+        self.start(uri, key, anchor, ctx, predicted=predicted)
 
     def waiting_to_speculate(self, uri: str) -> bool:
         """Whether a speculative prefetch of ``uri`` waits for its turn at the service."""
         return uri in self._waiting_to_speculate
 
-    def cancel_waiting(self) -> None:
-        """Give up the speculative prefetches still waiting for a turn (shutdown, reload)."""
+    def stop(self) -> None:
+        """Start no stream from now on and give up the prefetches waiting for a turn.
+
+        At shutdown, or when other settings replace the pipeline: a prefetch
+        that woke after this would ask through a backend that is closed.
+        """
+        self.stopped = True
         for task in list(self._speculations):
             task.cancel()
 

@@ -208,7 +208,10 @@ class ScopecacheServer(LanguageServer):
             self.l2 = self.l2_link.replace(settings, started=self._initialized)
         if self._initialized:
             self._sync_metrics_endpoint(settings)
+        old = self.pipeline
         self.pipeline = self._make_pipeline()
+        if old.backend is not self.backend:
+            old.stop()  # its prefetches would ask through a closed backend
 
     def _changed(self, part: str, signature: tuple[Any, ...]) -> bool:
         if self._signatures.get(part) == signature:
@@ -395,6 +398,7 @@ class ScopecacheServer(LanguageServer):
 
     async def close(self) -> None:
         """Cancel streams and release connections (shutdown)."""
+        self.pipeline.stop()
         self.inflight.cancel_all()
         self.accepts.close()
         if self._end_of_start_up is not None:

@@ -139,6 +139,18 @@ async def test_an_answer_that_arrives_still_teaches_the_throttle() -> None:
 NEXT_HEAD = 'def greet(name):\n    msg = "hi"\n'
 
 
+async def a_miss_and_a_prefetch_behind_it() -> tuple[
+    ScriptedBackend, CompletionPipeline, asyncio.Future[object]
+]:
+    """On a one-slot server, a miss at the service and a prefetch of the next line waiting."""
+    backend = ScriptedBackend(LOCAL_SERVER)
+    pipe = pipeline(backend)
+    first = asyncio.ensure_future(pipe.complete(URI, at("    msg = "), still_current=lambda: True))
+    await until(lambda: len(backend.queues) == 1, "the miss to reach the service")
+    pipe.prefetch(URI, at("    ", line=2, head=NEXT_HEAD), predicted=(1, '    msg = "hi"'))
+    return backend, pipe, first
+
+
 async def test_a_prefetch_waits_for_the_documents_stream_on_a_one_slot_server() -> None:
     backend = ScriptedBackend(LOCAL_SERVER)
     pipe = pipeline(backend)
@@ -159,11 +171,7 @@ async def test_a_prefetch_waits_for_the_documents_stream_on_a_one_slot_server() 
 
 
 async def test_a_waiting_prefetch_gives_its_turn_to_a_miss() -> None:
-    backend = ScriptedBackend(LOCAL_SERVER)
-    pipe = pipeline(backend)
-    first = asyncio.ensure_future(pipe.complete(URI, at("    msg = "), still_current=lambda: True))
-    await until(lambda: len(backend.queues) == 1, "the miss to reach the service")
-    pipe.prefetch(URI, at("    ", line=2, head=NEXT_HEAD), predicted=(1, '    msg = "hi"'))
+    backend, pipe, first = await a_miss_and_a_prefetch_behind_it()
     # the user typed something else: a miss of the document waits for the stream too
     other = asyncio.ensure_future(pipe.complete(URI, at("    x"), still_current=lambda: True))
     await until(lambda: pipe.turns.asked == 2, "the second miss to wait for its turn")
@@ -180,12 +188,55 @@ async def test_a_waiting_prefetch_gives_its_turn_to_a_miss() -> None:
 
 
 async def test_a_waiting_prefetch_is_dropped_when_its_document_closes() -> None:
-    backend = ScriptedBackend(LOCAL_SERVER)
-    pipe = pipeline(backend)
-    first = asyncio.ensure_future(pipe.complete(URI, at("    msg = "), still_current=lambda: True))
-    await until(lambda: len(backend.queues) == 1, "the miss to reach the service")
-    pipe.prefetch(URI, at("    ", line=2, head=NEXT_HEAD), predicted=(1, '    msg = "hi"'))
+    backend, pipe, first = await a_miss_and_a_prefetch_behind_it()
     pipe.inflight.cancel_document(URI)  # the editor closed the document
     assert await first is None
     await until(lambda: not pipe.upstream.waiting_to_speculate(URI), "the prefetch to end")
     assert len(pipe.inflight) == 0 and pipe.stats.speculative_requests == 0
+
+
+async def test_a_waiting_prefetch_asks_nothing_once_the_pipeline_stops() -> None:
+    # At shutdown the event loop's teardown cancels the miss's stream itself
+    # (not through the registry): the prefetch waiting behind it must not
+    # take the free turn and ask through the backend that was just closed.
+    backend, pipe, first = await a_miss_and_a_prefetch_behind_it()
+    assert pipe.upstream.waiting_to_speculate(URI)
+    pipe.stop()
+    stream = pipe.inflight.busy(URI)
+    assert stream is not None and stream.task is not None
+    stream.task.cancel()
+    assert await first is None
+    await until(lambda: not pipe.upstream.waiting_to_speculate(URI), "the prefetch to end")
+    assert len(backend.requests) == 1 and len(pipe.inflight) == 0
+    assert not pipe.prefetch(URI, at("    ", line=2, head=NEXT_HEAD), predicted=(1, "    x"))
+    assert await pipe.complete(URI, at("    y = "), still_current=lambda: True) is None
+    assert len(backend.requests) == 1
+
+
+class WaitingL2:
+    """A shared tier whose lookups wait until the test answers them."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.answer = asyncio.Event()
+
+    async def get(self, key: object) -> None:
+        self.asked.set()
+        await self.answer.wait()
+        return None
+
+    async def put(self, entry: object) -> None:
+        return None
+
+
+async def test_a_prefetch_looking_in_l2_is_given_up_when_the_pipeline_stops() -> None:
+    backend = ScriptedBackend(REMOTE_SERVICE)
+    pipe = pipeline(backend)
+    l2 = WaitingL2()
+    pipe.l2 = l2  # type: ignore[assignment]
+    assert pipe.prefetch(URI, at("    ", line=2, head=NEXT_HEAD), predicted=(1, '    msg = "hi"'))
+    await l2.asked.wait()
+    pipe.stop()
+    l2.answer.set()  # a lookup that had gone on would answer "no entry" now
+    await until(lambda: not pipe.speculating(URI), "the prefetch to end")
+    assert backend.requests == []

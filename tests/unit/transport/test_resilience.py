@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import httpx
 import pytest
 
 from transport import errors
+from transport.auth.provider import AuthProvider
 from transport.backend import CompletionRequest
 from transport.http import HttpCompletionBackend
 from transport.options import EndpointOptions
@@ -189,3 +191,45 @@ async def test_a_refused_connection_is_retried_once_a_tls_failure_is_not(
     finally:
         await backend.aclose()
     assert len(calls) == attempts
+
+
+class HeldAuth(AuthProvider):
+    """Credentials that arrive only when the test releases them."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def header(self) -> dict[str, str]:
+        self.asked.set()
+        await self.release.wait()
+        return {}
+
+
+async def test_a_request_still_waiting_when_the_backend_closes_is_not_sent() -> None:
+    # At shutdown, or when other endpoint settings replace the backend: what
+    # was waiting must fail as a transport error, not as httpx's RuntimeError
+    # from a closed client.
+    calls: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(200, json={"choices": [{"text": "1"}]})
+
+    auth = HeldAuth()
+    backend = HttpCompletionBackend(
+        EndpointOptions(endpoint="http://127.0.0.1:9/v1", provider="openai"),
+        transport=httpx.MockTransport(answer),
+        auth=auth,
+    )
+
+    async def ask() -> list[str]:
+        return [c async for c in backend.stream(CompletionRequest(prefix="def f(", suffix=""))]
+
+    request = asyncio.ensure_future(ask())
+    await auth.asked.wait()
+    await backend.aclose()
+    auth.release.set()
+    with pytest.raises(errors.BackendClosed, match="the backend is closed"):
+        await request
+    assert calls == []
