@@ -77,12 +77,17 @@ BASELINE = f"llama.vim {LLAMA_VIM_COMMIT[:7]}"
 
 
 async def _session(
-    script: TypingScript, model: Path, client: str, extra: dict[str, Any] | None = None
+    script: TypingScript,
+    model: Path,
+    client: str,
+    extra: dict[str, Any] | None = None,
+    log_file: Path | None = None,
 ) -> ClientRun:
     with tempfile.TemporaryDirectory() as tmp, code_model_server(Path(tmp), model) as server:
         if client == "scopecache":
             settings = with_settings(scopecache_settings(server.url), extra or {})
-            return await run_scopecache(script, settings, busy_url=server.url)
+            log = str(log_file) if log_file is not None else None
+            return await run_scopecache(script, settings, busy_url=server.url, log_file=log)
         return await run_llama_vim(script, server.url, greedy=client == "greedy")
 
 
@@ -110,7 +115,12 @@ def _score_all(
     model = ensure()
     scores = {}
     for name in clients:
-        run = asyncio.run(_session(script, model, name, extra))
+        # scopecache's debug log beside its keys: each upstream request, its
+        # source, status and seconds (``upstream request id=...``)
+        log_file = None
+        if dump is not None and name == "scopecache":
+            log_file = dump / f"{label or 'session'}.{name}.log"
+        run = asyncio.run(_session(script, model, name, extra, log_file))
         if dump is not None:
             _dump(run, dump / f"{label or 'session'}.{name}.jsonl")
         scores[name] = SessionScore.of(run)
@@ -189,7 +199,8 @@ def run_sessions(
 ) -> list[dict[str, Any]]:
     """Every session's rows, then one row per session and goal (1 met, 0 not).
 
-    With ``dump``, each client's keys go to ``DUMP/<session>.<client>.jsonl``;
+    With ``dump``, each client's keys go to ``DUMP/<session>.<client>.jsonl``
+    and scopecache's debug log to ``DUMP/<session>.scopecache.log``;
     ``extra`` sets scopecache settings (dotted names) beyond the defaults.
     """
     rows: list[dict[str, Any]] = []
@@ -247,8 +258,8 @@ def main() -> None:
                        help="three twelve-line sessions from different code, each checked "
                             "against the goals (default: off)")
     parser.add_argument("--dump", metavar="DIR", type=Path,
-                        help="with --sessions: write every key of every client as JSON lines "
-                             "into DIR (default: none)")
+                        help="with --sessions: write every key of every client as JSON lines, "
+                             "and scopecache's debug log, into DIR (default: none)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="with --sessions: a scopecache setting beyond the defaults, dotted, "
                              "the value as JSON, e.g. completion.minProbability=0.5 "
